@@ -1,0 +1,48 @@
+# ssl_renegotiate/Makefile
+
+MODULE_big = ssl_renegotiate
+OBJS = \
+	$(WIN32RES) \
+	accounting.o \
+	rekey.o \
+	shmem.o \
+	sql_api.o \
+	ssl_renegotiate.o
+
+EXTENSION = ssl_renegotiate
+DATA = ssl_renegotiate--1.0.sql
+PGFILEDESC = "ssl_renegotiate - TLS traffic accounting and key rotation"
+
+SHLIB_LINK += -lssl -lcrypto
+
+PG_CONFIG ?= pg_config
+
+# The server's headers are not -Wextra clean; treat them as system headers
+# so that warnings speak about our code only.
+PG_CPPFLAGS = -isystem $(shell $(PG_CONFIG) --includedir-server)
+
+# Regression tests run on a temporary instance of their own (see
+# regress.conf), so "make installcheck" needs no running server.
+REGRESS = setup settings views functions privileges
+REGRESS_OPTS = --temp-instance=./tmp_check_regress --temp-config=$(srcdir)/regress.conf
+# One more instance without shared_preload_libraries.
+REGRESS_NOT_PRELOADED = not_preloaded
+
+TAP_TESTS = 1
+PROVE_FLAGS += -I $(srcdir)/t
+
+# Nothing here is worth JIT inlining; don't require clang for bitcode.
+override with_llvm = no
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+installcheck: installcheck-not-preloaded
+
+installcheck-not-preloaded:
+	$(pg_regress_installcheck) --temp-instance=./tmp_check_not_preloaded \
+		--outputdir=./not_preloaded $(REGRESS_NOT_PRELOADED)
+
+clean: clean-not-preloaded
+clean-not-preloaded:
+	rm -rf ./tmp_check_regress ./tmp_check_not_preloaded ./not_preloaded

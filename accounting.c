@@ -1,0 +1,93 @@
+/*-------------------------------------------------------------------------
+ *
+ * accounting.c
+ *	  Count every TLS record of this connection, in both directions.
+ *
+ * OpenSSL's message callback, set on the server's SSL_CTX and so inherited
+ * by every connection, sees each record header (5 bytes: type, version,
+ * length) as it is written or read, from the first byte of the handshake,
+ * and each handshake message and alert.  A header means 5 + length bytes
+ * on the wire, which is what the kernel counts for the socket.
+ *
+ * Invariants of this file:
+ *	- The per-record path does no locking, no allocation, no logging and no
+ *	  OpenSSL call: two additions under the slot's change count and a
+ *	  comparison with rekey.c's thresholds for the inbound direction.
+ *	- Anything more (a threshold crossed, a KeyUpdate, a renegotiation
+ *	  message, an alert) is handed to rekey.c, which is rare by design.
+ *
+ * Copyright (c) 2026, ssl_renegotiate developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "port/atomics.h"
+
+#include "ssl_renegotiate.h"
+
+#include <openssl/ssl.h>
+#include <openssl/tls1.h>
+
+#define SSLR_RECORD_HEADER_LEN 5
+
+static inline void
+sslr_count_record(SSL *ssl, SslrDirection dir, int64 wire_bytes)
+{
+	SslrSlot   *slot = sslr_my_slot;
+	SslrConnStats *stats = &slot->stats;
+
+	SSLR_BEGIN_WRITE(slot);
+	stats->tally.bytes[dir] += wire_bytes;
+	stats->tally.records[dir]++;
+	stats->bytes_under_key[dir] += wire_bytes;
+	stats->records_under_key[dir]++;
+	SSLR_END_WRITE(slot);
+
+	/*
+	 * Only the inbound path acts here; the send side is checked at the safe
+	 * points of rekey.c, never inside an SSL_write.
+	 */
+	if (dir == SSLR_RECEIVED &&
+		unlikely(stats->bytes_under_key[dir] >= sslr_attention_bytes[dir] ||
+				 stats->records_under_key[dir] >= sslr_attention_records[dir]))
+		sslr_receive_attention(ssl);
+}
+
+void
+sslr_msg_callback(int write_p, int version pg_attribute_unused(), int content_type,
+				  const void *buf, size_t len, SSL *ssl,
+				  void *arg pg_attribute_unused())
+{
+	const unsigned char *p = buf;
+	SslrDirection dir = write_p ? SSLR_SENT : SSLR_RECEIVED;
+
+	switch (content_type)
+	{
+		case SSL3_RT_HEADER:
+			if (len >= SSLR_RECORD_HEADER_LEN)
+				sslr_count_record(ssl, dir,
+								  SSLR_RECORD_HEADER_LEN + ((p[3] << 8) | p[4]));
+			break;
+
+		case SSL3_RT_HANDSHAKE:
+			if (len < 1)
+				break;
+			if (p[0] == SSL3_MT_KEY_UPDATE)
+			{
+				/* byte 4 is request_update: did the sender ask us back? */
+				sslr_key_rotated(dir, !write_p && len >= 5 && p[4] != 0);
+			}
+			else
+				sslr_renegotiation_message(write_p, p[0]);
+			break;
+
+		case SSL3_RT_ALERT:
+			if (len >= 2)
+				sslr_alert(write_p, p[0], p[1]);
+			break;
+
+		default:
+			break;
+	}
+}

@@ -1,0 +1,205 @@
+/*-------------------------------------------------------------------------
+ *
+ * sql_api.c
+ *	  SQL-callable functions: the rows behind the views, the reset, and
+ *	  accessors for the current session.
+ *
+ * Visibility follows pg_stat_activity: every TLS backend is listed with its
+ * pid, but its counters are NULL unless the caller has pg_read_all_stats or
+ * the privileges of the backend's role.
+ *
+ * Copyright (c) 2026, ssl_renegotiate developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_authid.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "libpq/libpq-be.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "ssl_renegotiate.h"
+
+PG_FUNCTION_INFO_V1(ssl_renegotiate_activity_1_0);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_totals_1_0);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_reset_1_0);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_bytes_sent);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_bytes_received);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_records_sent);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_records_received);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_rekeys_sent);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_rekeys_received);
+
+#define SSLR_ACTIVITY_COLS 23
+#define SSLR_TOTALS_COLS 13
+
+static void
+sslr_require_preload(void)
+{
+	if (!sslr_shmem_ready())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("ssl_renegotiate must be loaded via shared_preload_libraries"),
+				 errhint("Add ssl_renegotiate to shared_preload_libraries in postgresql.conf and restart the server.")));
+}
+
+static bool
+sslr_may_see(Oid userid)
+{
+	return has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS) ||
+		has_privs_of_role(GetUserId(), userid);
+}
+
+static double
+sslr_us_to_ms(int64 us)
+{
+	return us / 1000.0;
+}
+
+/* Most bytes carried by one key of this direction, the current one included. */
+static int64
+sslr_max_per_key(const SslrConnStats *stats, SslrDirection dir)
+{
+	return Max(stats->max_bytes_per_key[dir], stats->bytes_under_key[dir]);
+}
+
+Datum
+ssl_renegotiate_activity_1_0(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	SslrSlot	slot;
+
+	sslr_require_preload();
+	InitMaterializedSRF(fcinfo, 0);
+
+	for (int i = 0; i < sslr_slot_count(); i++)
+	{
+		Datum		values[SSLR_ACTIVITY_COLS];
+		bool		nulls[SSLR_ACTIVITY_COLS];
+		const SslrConnStats *s = &slot.stats;
+		int			c = 0;
+
+		sslr_read_slot(i, &slot);
+		if (slot.pid == 0)
+			continue;
+
+		memset(nulls, 0, sizeof(nulls));
+		values[c++] = Int32GetDatum(slot.pid);
+		values[c++] = ObjectIdGetDatum(slot.userid);
+		values[c++] = CStringGetTextDatum(slot.is_walsender ? "walsender" : "client backend");
+
+		if (!sslr_may_see(slot.userid))
+		{
+			for (; c < SSLR_ACTIVITY_COLS; c++)
+				nulls[c] = true;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			continue;
+		}
+
+		values[c++] = CStringGetTextDatum(slot.version);
+		values[c++] = CStringGetTextDatum(slot.cipher);
+		values[c++] = Int64GetDatum(s->tally.bytes[SSLR_SENT]);
+		values[c++] = Int64GetDatum(s->tally.bytes[SSLR_RECEIVED]);
+		values[c++] = Int64GetDatum(s->tally.records[SSLR_SENT]);
+		values[c++] = Int64GetDatum(s->tally.records[SSLR_RECEIVED]);
+		values[c++] = Int64GetDatum(s->tally.rekeys[SSLR_SENT]);
+		values[c++] = Int64GetDatum(s->tally.rekeys[SSLR_RECEIVED]);
+		values[c++] = Int64GetDatum(s->tally.rekey_failures);
+		values[c++] = Float8GetDatum(sslr_us_to_ms(s->tally.rekey_time_us));
+		if (s->last_rekey != 0)
+			values[c++] = TimestampTzGetDatum(s->last_rekey);
+		else
+			nulls[c++] = true;
+		values[c++] = Int64GetDatum(s->bytes_under_key[SSLR_SENT]);
+		values[c++] = Int64GetDatum(s->bytes_under_key[SSLR_RECEIVED]);
+		values[c++] = Int64GetDatum(sslr_max_per_key(s, SSLR_SENT));
+		values[c++] = Int64GetDatum(sslr_max_per_key(s, SSLR_RECEIVED));
+		values[c++] = BoolGetDatum(s->rekey_pending);
+		values[c++] = Int64GetDatum(s->tally.rekeys_skipped);
+		values[c++] = Int64GetDatum(s->tally.peer_renegotiations_refused);
+		values[c++] = Int64GetDatum(s->records_under_key[SSLR_SENT]);
+		values[c++] = Int64GetDatum(s->records_under_key[SSLR_RECEIVED]);
+		Assert(c == SSLR_ACTIVITY_COLS);
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+
+	return (Datum) 0;
+}
+
+Datum
+ssl_renegotiate_totals_1_0(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	SslrTotals	totals;
+	Datum		values[SSLR_TOTALS_COLS];
+	bool		nulls[SSLR_TOTALS_COLS] = {0};
+	const SslrTally *t = &totals.tally;
+	int			c = 0;
+
+	sslr_require_preload();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	sslr_read_totals(&totals);
+
+	values[c++] = Int64GetDatum(totals.connections);
+	values[c++] = Int64GetDatum(t->bytes[SSLR_SENT]);
+	values[c++] = Int64GetDatum(t->bytes[SSLR_RECEIVED]);
+	values[c++] = Int64GetDatum(t->records[SSLR_SENT]);
+	values[c++] = Int64GetDatum(t->records[SSLR_RECEIVED]);
+	values[c++] = Int64GetDatum(t->rekeys[SSLR_SENT]);
+	values[c++] = Int64GetDatum(t->rekeys[SSLR_RECEIVED]);
+	values[c++] = Int64GetDatum(t->rekey_failures);
+	values[c++] = Float8GetDatum(sslr_us_to_ms(t->rekey_time_us));
+	values[c++] = Int64GetDatum(t->rekeys_skipped);
+	values[c++] = Int64GetDatum(t->peer_renegotiations_refused);
+	values[c++] = Int64GetDatum(t->terminations);
+	values[c++] = TimestampTzGetDatum(totals.stats_reset);
+	Assert(c == SSLR_TOTALS_COLS);
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+Datum
+ssl_renegotiate_reset_1_0(PG_FUNCTION_ARGS pg_attribute_unused())
+{
+	sslr_require_preload();
+	sslr_reset_totals();
+	PG_RETURN_VOID();
+}
+
+/*
+ * This session's own counters: NULL when the connection does not use TLS.
+ * Only this backend writes its slot, so it reads without the protocol.
+ */
+static const SslrConnStats *
+sslr_session_stats(void)
+{
+	sslr_require_preload();
+	if (MyProcPort == NULL || !MyProcPort->ssl_in_use)
+		return NULL;
+	return &sslr_my_slot->stats;
+}
+
+#define SSLR_SESSION_ACCESSOR(fname, expr) \
+Datum \
+fname(PG_FUNCTION_ARGS) \
+{ \
+	const SslrConnStats *s = sslr_session_stats(); \
+	if (s == NULL) \
+		PG_RETURN_NULL(); \
+	PG_RETURN_INT64(expr); \
+}
+
+SSLR_SESSION_ACCESSOR(ssl_renegotiate_bytes_sent, s->tally.bytes[SSLR_SENT])
+SSLR_SESSION_ACCESSOR(ssl_renegotiate_bytes_received, s->tally.bytes[SSLR_RECEIVED])
+SSLR_SESSION_ACCESSOR(ssl_renegotiate_records_sent, s->tally.records[SSLR_SENT])
+SSLR_SESSION_ACCESSOR(ssl_renegotiate_records_received, s->tally.records[SSLR_RECEIVED])
+SSLR_SESSION_ACCESSOR(ssl_renegotiate_rekeys_sent, s->tally.rekeys[SSLR_SENT])
+SSLR_SESSION_ACCESSOR(ssl_renegotiate_rekeys_received, s->tally.rekeys[SSLR_RECEIVED])

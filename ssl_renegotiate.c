@@ -1,0 +1,198 @@
+/*-------------------------------------------------------------------------
+ *
+ * ssl_renegotiate.c
+ *	  Module start-up: settings, and the hooks that connect the rooms.
+ *
+ * ssl_renegotiate accounts every TLS byte and record of every connection,
+ * in both directions, and rotates the keys of a connection symmetrically
+ * (bytes sent or received, time, cipher limits): TLS 1.3 KeyUpdate, TLS 1.2
+ * renegotiation where allowed.  It must be loaded by
+ * shared_preload_libraries: its shared memory is sized at start-up and its
+ * OpenSSL callback is set on the server's SSL context.
+ *
+ * Hooks, each chained to the one it replaces:
+ *	- shmem_request_hook / shmem_startup_hook: slots and totals (shmem.c)
+ *	- openssl_tls_init_hook: the record callback (accounting.c)
+ *	- ClientAuthentication_hook: the TLS connection is up; attach this
+ *	  backend's slot and start enforcing (shmem.c, rekey.c)
+ *
+ * Copyright (c) 2026, ssl_renegotiate developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "libpq/auth.h"
+#include "libpq/libpq-be.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "utils/guc.h"
+
+#include "compat.h"
+#include "ssl_renegotiate.h"
+
+PG_MODULE_MAGIC;
+
+/* settings */
+int			sslr_limit_kb = 512 * 1024;
+int			sslr_interval_s = 0;
+int			sslr_hard_limit_kb = 0;
+int			sslr_tls12_policy = SSLR_TLS12_WARN;
+bool		sslr_log_rekeys = false;
+int			sslr_max_peer_key_updates = 32;
+
+static const struct config_enum_entry sslr_tls12_options[] = {
+	{"renegotiate", SSLR_TLS12_RENEGOTIATE, false},
+	{"warn", SSLR_TLS12_WARN, false},
+	{"terminate", SSLR_TLS12_TERMINATE, false},
+	{NULL, 0, false}
+};
+
+/* saved hooks */
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static openssl_tls_init_hook_typ prev_openssl_tls_init_hook = NULL;
+static ClientAuthentication_hook_type prev_client_authentication_hook = NULL;
+
+void		_PG_init(void);
+
+static void
+sslr_shmem_request_hook(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	sslr_shmem_request();
+}
+
+static void
+sslr_shmem_startup_hook(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	sslr_shmem_startup();
+}
+
+/* Every connection made from this context inherits the record callback. */
+static void
+sslr_openssl_tls_init_hook(SSL_CTX *context, bool isServerStart)
+{
+	if (prev_openssl_tls_init_hook)
+		prev_openssl_tls_init_hook(context, isServerStart);
+	SSL_CTX_set_msg_callback(context, sslr_msg_callback);
+}
+
+/*
+ * The TLS handshake is over and the backend has a PGPROC: the earliest
+ * point where a TLS connection can take its shared slot.  Failed logins
+ * pass here too, so their handshakes are counted.
+ */
+static void
+sslr_client_authentication_hook(Port *port, int status)
+{
+	if (prev_client_authentication_hook)
+		prev_client_authentication_hook(port, status);
+
+	if (port->ssl_in_use && port->ssl != NULL)
+	{
+		sslr_attach_slot(port);
+		sslr_rekey_start(port);
+	}
+}
+
+static void
+sslr_assign_policy_setting(int newval pg_attribute_unused(),
+						   void *extra pg_attribute_unused())
+{
+	sslr_rekey_policy_changed();
+}
+
+static void
+sslr_assign_log_rekeys(bool newval pg_attribute_unused(),
+					   void *extra pg_attribute_unused())
+{
+	sslr_rekey_policy_changed();
+}
+
+static void
+sslr_define_settings(void)
+{
+	DefineCustomIntVariable("ssl_renegotiate.limit",
+							"Rotates a TLS connection's keys when this much was sent, or received, under one key.",
+							"Each direction is counted on its own. 0 turns byte-based rotation off; cipher limits still apply.",
+							&sslr_limit_kb,
+							512 * 1024, 0, INT_MAX,
+							PGC_SUSET,
+							GUC_UNIT_KB,
+							NULL, sslr_assign_policy_setting, NULL);
+
+	DefineCustomIntVariable("ssl_renegotiate.interval",
+							"Rotates a TLS connection's keys at its first I/O after they were used this long.",
+							"0 turns time-based rotation off.",
+							&sslr_interval_s,
+							0, 0, INT_MAX / 1000,
+							PGC_SUSET,
+							GUC_UNIT_S,
+							NULL, sslr_assign_policy_setting, NULL);
+
+	DefineCustomIntVariable("ssl_renegotiate.hard_limit",
+							"Ends a TLS connection when more than this was sent, or received, under one key.",
+							"Catches peers that do not rotate their keys when asked. 0 turns it off.",
+							&sslr_hard_limit_kb,
+							0, 0, INT_MAX,
+							PGC_SUSET,
+							GUC_UNIT_KB,
+							NULL, sslr_assign_policy_setting, NULL);
+
+	DefineCustomEnumVariable("ssl_renegotiate.tls12",
+							 "What a TLS 1.2 connection does when it reaches a rotation limit.",
+							 "\"renegotiate\" starts a server-initiated renegotiation, \"warn\" logs once and goes on, \"terminate\" ends the connection.",
+							 &sslr_tls12_policy,
+							 SSLR_TLS12_WARN,
+							 sslr_tls12_options,
+							 PGC_SUSET,
+							 0,
+							 NULL, sslr_assign_policy_setting, NULL);
+
+	DefineCustomBoolVariable("ssl_renegotiate.log_rekeys",
+							 "Logs each TLS key rotation.",
+							 NULL,
+							 &sslr_log_rekeys,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, sslr_assign_log_rekeys, NULL);
+
+	DefineCustomIntVariable("ssl_renegotiate.max_peer_key_updates",
+							"Ends a TLS 1.3 connection whose client sends more than this many key updates in a row.",
+							"Key updates with no other record between them count as a row. 0 turns the bound off.",
+							&sslr_max_peer_key_updates,
+							32, 0, INT_MAX,
+							PGC_SUSET,
+							0,
+							NULL, sslr_assign_policy_setting, NULL);
+
+	MarkGUCPrefixReserved("ssl_renegotiate");
+}
+
+void
+_PG_init(void)
+{
+	/*
+	 * Without shared_preload_libraries there is no shared memory and no
+	 * callback on the SSL context; the SQL functions say so.
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	sslr_define_settings();
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = sslr_shmem_request_hook;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = sslr_shmem_startup_hook;
+	prev_openssl_tls_init_hook = openssl_tls_init_hook;
+	openssl_tls_init_hook = sslr_openssl_tls_init_hook;
+	prev_client_authentication_hook = ClientAuthentication_hook;
+	ClientAuthentication_hook = sslr_client_authentication_hook;
+}
