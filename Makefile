@@ -29,13 +29,15 @@ REGRESS_OPTS = --temp-instance=./tmp_check_regress --temp-config=$(srcdir)/regre
 REGRESS_NOT_PRELOADED = not_preloaded
 
 TAP_TESTS = 1
-PROVE_FLAGS += -I $(srcdir)/t
 
 # Nothing here is worth JIT inlining; don't require clang for bitcode.
 override with_llvm = no
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# after the include: Makefile.global resets PROVE_FLAGS
+PROVE_FLAGS += -I $(srcdir)/t
 
 installcheck: installcheck-not-preloaded
 

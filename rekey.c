@@ -135,6 +135,7 @@ static bool sslr_warn_pending = false;
 static const char *sslr_deferred_termination = NULL;
 static int64 sslr_deferred_termination_bytes = 0;
 static bool sslr_deferred_work = false;
+static bool sslr_userid_pending = false;
 
 static void sslr_recompute(void);
 
@@ -625,7 +626,7 @@ sslr_renegotiate_now(bool may_block)
 		err = SSL_get_error(sslr_ssl, r);
 		ERR_pop_to_mark();
 
-		if (r > 0)
+		if (r > 0 || !sslr_renegotiating)
 			break;
 		if (err == SSL_ERROR_WANT_READ)
 			waitfor = WL_SOCKET_READABLE;
@@ -800,6 +801,11 @@ static void
 sslr_deferred(void)
 {
 	sslr_deferred_work = false;
+	if (sslr_userid_pending)
+	{
+		sslr_userid_pending = !sslr_publish_userid();
+		sslr_deferred_work |= sslr_userid_pending;
+	}
 	if (sslr_log_queued > 0 || sslr_log_dropped > 0)
 		sslr_flush_deferred_logs();
 	if (sslr_warn_pending)
@@ -942,6 +948,9 @@ sslr_rekey_start(Port *port)
 	sslr_comm.putmessage = sslr_comm_putmessage;
 	sslr_comm.putmessage_noblock = sslr_comm_putmessage_noblock;
 	PqCommMethods = &sslr_comm;
+
+	sslr_userid_pending = true;
+	sslr_deferred_work = true;
 
 	sslr_timeout_id = RegisterTimeout(USER_TIMEOUT, sslr_interval_timeout);
 	sslr_check_interval();

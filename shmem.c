@@ -35,6 +35,7 @@
 #include "replication/walsender.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 
@@ -132,7 +133,7 @@ sslr_attach_slot(Port *port)
 	LWLockAcquire(sslr_shared->lock, LW_EXCLUSIVE);
 	SSLR_BEGIN_WRITE(slot);
 	slot->pid = MyProcPid;
-	slot->userid = GetSessionUserId();
+	slot->userid = InvalidOid;	/* not known yet: see sslr_publish_userid */
 	slot->is_walsender = am_walsender;
 	strlcpy(slot->version, SSL_get_version(port->ssl), sizeof(slot->version));
 	strlcpy(slot->cipher, SSL_get_cipher_name(port->ssl), sizeof(slot->cipher));
@@ -142,6 +143,25 @@ sslr_attach_slot(Port *port)
 	LWLockRelease(sslr_shared->lock);
 
 	before_shmem_exit(sslr_detach_slot, (Datum) 0);
+}
+
+/*
+ * The session user is set after authentication; rekey.c calls this from
+ * the next safe points until it is known.  Returns true once published.
+ */
+bool
+sslr_publish_userid(void)
+{
+	SslrSlot   *slot = sslr_my_slot;
+
+	if (slot == &sslr_local_slot || OidIsValid(slot->userid))
+		return true;
+	if (MyProc == NULL || !OidIsValid(MyProc->roleId))
+		return false;
+	SSLR_BEGIN_WRITE(slot);
+	slot->userid = MyProc->roleId;
+	SSLR_END_WRITE(slot);
+	return true;
 }
 
 /*

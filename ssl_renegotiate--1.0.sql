@@ -66,6 +66,9 @@ RETURNS void
 AS 'MODULE_PATHNAME', 'ssl_renegotiate_reset_1_0'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
+-- Everyone may read, as with pg_stat_activity; only superusers (and roles
+-- granted EXECUTE) may reset.
+GRANT SELECT ON ssl_renegotiate_activity, ssl_renegotiate_totals TO PUBLIC;
 REVOKE ALL ON FUNCTION ssl_renegotiate_reset() FROM PUBLIC;
 
 -- This session's own counters; NULL on a connection without TLS.

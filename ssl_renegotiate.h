@@ -121,6 +121,7 @@ extern void sslr_shmem_request(void);
 extern void sslr_shmem_startup(void);
 extern bool sslr_shmem_ready(void);
 extern void sslr_attach_slot(Port *port);
+extern bool sslr_publish_userid(void);
 extern void sslr_read_slot(int index, SslrSlot *copy);
 extern int	sslr_slot_count(void);
 extern void sslr_read_totals(SslrTotals *totals);

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# setup.sh -- prepare this (Debian 12) machine for building and testing
+# ssl_renegotiate, then build and install the extension.
+#
+# Run as root.  Idempotent, and quick when everything is already present:
+#   1. installs the Debian packages in SSLR_PACKAGES that are missing
+#      (apt-get update runs only when something is missing);
+#   2. makes sure Debian's default "15/main" cluster is not running (we
+#      never use it; every script and test runs its own server on its own
+#      port, on 127.0.0.1 / a private Unix socket directory);
+#   3. copies the checkout (tracked files plus untracked, non-ignored files;
+#      never .git or build products) into a work directory owned by user
+#      postgres -- $SSLR_WORKDIR, default /tmp/ssl_renegotiate-build;
+#   4. builds it there as postgres and installs it as root.
+# The last line printed is the work directory.
+set -euo pipefail
+
+# Packages we need.  Add to this list (one place) when something new is
+# required, e.g. default-jre-headless libpostgresql-jdbc-java.
+SSLR_PACKAGES="postgresql-15 postgresql-server-dev-15 libssl-dev libkrb5-dev
+libipc-run-perl iproute2 make gcc openssl perl procps"
+
+PG_BINDIR=/usr/lib/postgresql/15/bin
+PG_CONFIG=$PG_BINDIR/pg_config
+WORKDIR=${SSLR_WORKDIR:-/tmp/ssl_renegotiate-build}
+MARKER=.ssl_renegotiate-workdir
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'setup.sh: %s\n' "$*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "must be run as root"
+
+# ---------------------------------------------------------------- packages
+missing=()
+for p in $SSLR_PACKAGES; do
+    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+    [ "$status" = "install ok installed" ] || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    log "installing missing packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+else
+    log "all required packages are installed"
+fi
+[ -x "$PG_CONFIG" ] || die "$PG_CONFIG not found after package installation"
+
+# --------------------------------------------- Debian's default cluster
+# Installing postgresql-15 creates (and may start) cluster 15/main on port
+# 5432.  We don't use it: stop it if it runs and keep it from auto-starting.
+if command -v pg_lsclusters >/dev/null 2>&1; then
+    while read -r ver name _port status _rest; do
+        [ "$ver" = 15 ] && [ "$name" = main ] || continue
+        if [ "$status" = online ]; then
+            log "stopping Debian's default cluster 15/main (not used)"
+            pg_ctlcluster 15 main stop -m fast || true
+        fi
+        startconf=/etc/postgresql/15/main/start.conf
+        if [ -f "$startconf" ] && ! grep -qx manual "$startconf"; then
+            # comments are kept; the first non-comment word decides
+            sed -i 's/^[[:space:]]*auto[[:space:]]*$/manual/' "$startconf"
+        fi
+    done < <(pg_lsclusters -h 2>/dev/null || true)
+fi
+
+# ------------------------------------------------- copy tree to workdir
+case "$WORKDIR" in
+    /*) ;;
+    *) die "SSLR_WORKDIR must be an absolute path (got '$WORKDIR')" ;;
+esac
+[ "$WORKDIR" != / ] || die "refusing to use / as work directory"
+case "$REPO/" in
+    "$WORKDIR"/*) die "work directory $WORKDIR contains the checkout $REPO" ;;
+esac
+case "$WORKDIR/" in
+    "$REPO"/*) die "work directory $WORKDIR is inside the checkout $REPO" ;;
+esac
+if [ -e "$WORKDIR" ]; then
+    # Only ever delete a directory this script created.
+    [ -f "$WORKDIR/$MARKER" ] ||
+        die "$WORKDIR exists but was not made by setup.sh (no $MARKER); remove it or set SSLR_WORKDIR"
+    rm -rf "$WORKDIR"
+fi
+mkdir -p "$WORKDIR"
+
+log "copying $REPO to $WORKDIR"
+if command -v git >/dev/null 2>&1 &&
+    git -c safe.directory='*' -C "$REPO" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    # Tracked (-c) and untracked-but-not-ignored (-o --exclude-standard)
+    # files; skip tracked files deleted from the work tree, and build or
+    # test output of an in-tree build in case .gitignore lacks it.
+    git -c safe.directory='*' -C "$REPO" ls-files -z -c -o --exclude-standard |
+        while IFS= read -r -d '' f; do
+            [ -e "$REPO/$f" ] || [ -L "$REPO/$f" ] || continue
+            case "$f" in
+                *.o | *.so | *.bc | results/* | tmp_check/* | log/* | \
+                    output_iso/* | regression.diffs | regression.out | $MARKER)
+                    continue ;;
+            esac
+            printf '%s\0' "$f"
+        done |
+        (cd "$REPO" && tar --null --no-recursion -T - -cf -) |
+        (cd "$WORKDIR" && tar -xf -)
+else
+    # Not a git checkout: copy everything except VCS data and build output.
+    (cd "$REPO" && tar -cf - \
+        --exclude=./.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
+        --exclude=./tmp_check --exclude=./results --exclude=./log \
+        --exclude=./regression.diffs --exclude=./regression.out .) |
+        (cd "$WORKDIR" && tar -xf -)
+fi
+touch "$WORKDIR/$MARKER"
+chown -R postgres:postgres "$WORKDIR"
+
+# -------------------------------------------------------- build + install
+if [ -f "$WORKDIR/Makefile" ]; then
+    log "building as postgres in $WORKDIR"
+    runuser -u postgres -- env -C "$WORKDIR" PATH="$PG_BINDIR:$PATH" \
+        make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" >&2
+    log "installing (make install) as root"
+    (cd "$WORKDIR" && make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" install >&2)
+    # make install as root may leave root-owned files behind in the tree
+    chown -R postgres:postgres "$WORKDIR"
+else
+    log "WARNING: no Makefile in $REPO yet; nothing built or installed"
+fi
+
+echo "$WORKDIR"

@@ -1,0 +1,559 @@
+
+# Shared helpers for the ssl_renegotiate TAP tests.
+#
+# Tests get this directory on @INC through "-I t" (PROVE_FLAGS in the
+# Makefile; for manual runs see t/000_harness.pl), so a plain
+# "use SslrTest;" is enough.
+
+=pod
+
+=head1 NAME
+
+SslrTest - TLS test nodes, connection strings and kernel TCP counters for
+the ssl_renegotiate TAP tests
+
+=head1 SYNOPSIS
+
+  use PostgreSQL::Test::Cluster;
+  use PostgreSQL::Test::Utils;
+  use Test::More;
+  use SslrTest;
+
+  my $node = new_tls_node('primary', conf => "ssl_renegotiate.limit = '64kB'");
+  $node->start;
+
+  my $connstr = tls_connstr($node, tls => '1.3');
+  my $s = background_tls_psql($node, $connstr);
+  my $pid = $s->query_safe('SELECT pg_backend_pid()');
+  $s->query_safe(q{\copy (SELECT repeat('x', 1000) FROM generate_series(1, 5000)) to '/dev/null'});
+  wait_idle($node, $pid);
+  my ($received, $sent) = kernel_counts($node, $pid);
+  $s->quit;
+
+=cut
+
+package SslrTest;
+
+use strict;
+use warnings FATAL => 'all';
+
+use Exporter 'import';
+use File::Spec;
+use JSON::PP ();
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+our @EXPORT = qw(
+  make_certs
+  new_tls_node
+  tls_connstr
+  tls_primary_conninfo
+  background_tls_psql
+  kernel_socket_info
+  kernel_counts
+  kernel_tls_counts
+  wait_idle
+  bg_query
+  query_row_hash
+  activity_row
+  totals_row
+  SSL_REQUEST_CLIENT_BYTES
+  SSL_REQUEST_SERVER_BYTES
+);
+
+# The plaintext SSLRequest exchange that precedes the TLS handshake on every
+# TLS connection: the client sends 8 bytes (length + magic code), the server
+# answers with the single byte 'S'.  The kernel counts these; the extension
+# does not (they are not TLS).
+use constant SSL_REQUEST_CLIENT_BYTES => 8;
+use constant SSL_REQUEST_SERVER_BYTES => 1;
+
+my $default_certs;    # per test file, made on first use by new_tls_node
+
+=pod
+
+=head1 FUNCTIONS
+
+=over
+
+=item make_certs($dir)
+
+Generates, with the openssl command line tool, a throw-away CA and a server
+certificate signed by it (CN=localhost, subjectAltName DNS:localhost and
+IP:127.0.0.1) in C<$dir> (created if needed; a fresh temporary directory if
+undefined).  Private keys get mode 0600, as the server requires.
+
+Returns a hashref: C<dir>, C<ca_crt>, C<ca_key>, C<server_crt>,
+C<server_key>.
+
+=cut
+
+sub make_certs
+{
+	my ($dir) = @_;
+	$dir = PostgreSQL::Test::Utils::tempdir('certs') unless defined $dir;
+	mkdir $dir unless -d $dir;
+	die "make_certs: cannot create $dir" unless -d $dir;
+	# the server reads these relative to its data directory: be absolute
+	$dir = File::Spec->rel2abs($dir);
+
+	my %c = (
+		dir        => $dir,
+		ca_crt     => "$dir/ca.crt",
+		ca_key     => "$dir/ca.key",
+		server_crt => "$dir/server.crt",
+		server_key => "$dir/server.key",
+		server_csr => "$dir/server.csr",
+		server_ext => "$dir/server.ext",);
+
+	# CA: self-signed, may sign certificates
+	_openssl(
+		'req', '-x509', '-new', '-nodes',
+		'-newkey' => 'rsa:2048',
+		'-keyout' => $c{ca_key},
+		'-out' => $c{ca_crt},
+		'-days' => '2',
+		'-subj' => '/CN=ssl_renegotiate test CA',
+		'-addext' => 'basicConstraints=critical,CA:TRUE',
+		'-addext' => 'keyUsage=critical,keyCertSign,cRLSign');
+
+	# server key + CSR, then sign with the CA adding the extensions
+	_openssl(
+		'req', '-new', '-nodes',
+		'-newkey' => 'rsa:2048',
+		'-keyout' => $c{server_key},
+		'-out' => $c{server_csr},
+		'-subj' => '/CN=localhost');
+	PostgreSQL::Test::Utils::append_to_file(
+		$c{server_ext},
+		"basicConstraints = CA:FALSE\n"
+		  . "keyUsage = critical, digitalSignature, keyEncipherment\n"
+		  . "extendedKeyUsage = serverAuth\n"
+		  . "subjectAltName = DNS:localhost, IP:127.0.0.1\n");
+	_openssl(
+		'x509', '-req',
+		'-in' => $c{server_csr},
+		'-CA' => $c{ca_crt},
+		'-CAkey' => $c{ca_key},
+		'-set_serial' => sprintf('0x%x%06x', time(), int(rand(0xffffff))),
+		'-days' => '2',
+		'-extfile' => $c{server_ext},
+		'-out' => $c{server_crt});
+
+	chmod 0600, $c{ca_key}, $c{server_key}
+	  or die "make_certs: chmod of key files failed: $!";
+	return \%c;
+}
+
+sub _openssl
+{
+	my @cmd = ('openssl', @_);
+	my ($out, $err);
+	IPC::Run::run(\@cmd, '<', \undef, '>', \$out, '2>', \$err)
+	  or die "make_certs: command failed: @cmd\n$out$err";
+	return;
+}
+
+=pod
+
+=item new_tls_node($name, %opts)
+
+Creates (initdb, not started) a PostgreSQL::Test::Cluster node that accepts
+TLS on 127.0.0.1 besides its usual Unix socket.  Options:
+
+=over
+
+=item allows_streaming => 0 | 1 | 'logical'  (passed to init)
+
+=item no_preload => 1  -- don't put ssl_renegotiate in shared_preload_libraries
+
+=item certs => hashref from make_certs (default: one set per test file)
+
+=item conf => string appended to postgresql.conf last
+
+=item extra => [ initdb options ]  (passed to init)
+
+=back
+
+pg_hba.conf is replaced by: local all/replication trust, and hostssl +
+hostnossl all/replication for 127.0.0.1/32, trust.
+
+=cut
+
+sub new_tls_node
+{
+	my ($name, %opts) = @_;
+
+	my $certs = $opts{certs} // ($default_certs //= make_certs());
+
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(
+		allows_streaming => $opts{allows_streaming} // 0,
+		(defined $opts{extra} ? (extra => $opts{extra}) : ()));
+
+	# The node keeps its Unix socket (PostgreSQL::Test::Cluster's default on
+	# this platform, used by safe_psql & co.) and also listens on 127.0.0.1
+	# at the same port; get_free_port() already checked that 127.0.0.1:port
+	# is free.
+	my $conf = "\n# Added by SslrTest.pm\n"
+	  . "listen_addresses = '127.0.0.1'\n"
+	  . "ssl = on\n"
+	  . "ssl_cert_file = '$certs->{server_crt}'\n"
+	  . "ssl_key_file = '$certs->{server_key}'\n"
+	  . "ssl_ca_file = '$certs->{ca_crt}'\n";
+	$conf .= "shared_preload_libraries = 'ssl_renegotiate'\n"
+	  unless $opts{no_preload};
+	$conf .= "$opts{conf}\n" if defined $opts{conf};
+	$node->append_conf('postgresql.conf', $conf);
+
+	my $hba = $node->data_dir . '/pg_hba.conf';
+	unlink $hba;
+	$node->append_conf(
+		'pg_hba.conf', <<'EOHBA');
+# Written by SslrTest.pm
+# TYPE    DATABASE     USER  ADDRESS       METHOD
+local     all          all                 trust
+local     replication  all                 trust
+hostssl   all          all   127.0.0.1/32  trust
+hostnossl all          all   127.0.0.1/32  trust
+hostssl   replication  all   127.0.0.1/32  trust
+hostnossl replication  all   127.0.0.1/32  trust
+EOHBA
+
+	$node->{_sslr_certs} = $certs;
+	return $node;
+}
+
+=pod
+
+=item tls_connstr($node, %opts)
+
+"host=127.0.0.1 port=PORT dbname=postgres sslmode=require gssencmode=disable"
+plus, optionally:
+
+=over
+
+=item tls => '1.2' | '1.3'   -- sets both min and max protocol version
+
+=item ssl_min_protocol_version / ssl_max_protocol_version => 'TLSv1.2' ...
+
+=item user, dbname, application_name, sslmode, sslrootcert, replication
+
+=item extra => raw 'key=value ...' appended at the end
+
+=back
+
+gssencmode=disable keeps libpq from trying a GSSENCRequest first (it would
+add 8 + 1 plaintext bytes to the kernel counts when a Kerberos credential
+cache happens to exist).
+
+=cut
+
+sub tls_connstr
+{
+	my ($node, %opts) = @_;
+
+	my $min = $opts{ssl_min_protocol_version};
+	my $max = $opts{ssl_max_protocol_version};
+	if (defined $opts{tls})
+	{
+		my $v = $opts{tls};
+		$v = "TLSv$v" unless $v =~ /^TLSv/;
+		$min //= $v;
+		$max //= $v;
+	}
+
+	my $s =
+	    'host=127.0.0.1 port='
+	  . $node->port
+	  . ' dbname='
+	  . _cq($opts{dbname} // 'postgres')
+	  . ' sslmode='
+	  . ($opts{sslmode} // 'require')
+	  . ' gssencmode=disable';
+	$s .= " ssl_min_protocol_version=$min" if defined $min;
+	$s .= " ssl_max_protocol_version=$max" if defined $max;
+	for my $k (qw(user application_name sslrootcert replication))
+	{
+		$s .= " $k=" . _cq($opts{$k}) if defined $opts{$k};
+	}
+	$s .= " $opts{extra}" if defined $opts{extra};
+	return $s;
+}
+
+# quote a conninfo value
+sub _cq
+{
+	my ($v) = @_;
+	return $v if $v =~ /^[A-Za-z0-9_.\/:-]+$/;
+	$v =~ s/([\\'])/\\$1/g;
+	return "'$v'";
+}
+
+=pod
+
+=item tls_primary_conninfo($standby, $primary, %opts)
+
+Appends a primary_conninfo to C<$standby>'s postgresql.conf that streams
+from C<$primary> over TLS on 127.0.0.1 (overriding the Unix-socket one
+that init_from_backup(has_streaming => 1) wrote).  %opts go to
+tls_connstr (application_name defaults to the standby's name).  Returns
+the connection string.
+
+=cut
+
+sub tls_primary_conninfo
+{
+	my ($standby, $primary, %opts) = @_;
+	$opts{application_name} //= $standby->name;
+	$opts{dbname}           //= 'postgres';
+	my $c = tls_connstr($primary, %opts);
+	(my $q = $c) =~ s/'/''/g;
+	$standby->append_conf('postgresql.conf', "primary_conninfo = '$q'");
+	return $c;
+}
+
+=pod
+
+=item background_tls_psql($node, $connstr, %params)
+
+A PostgreSQL::Test::BackgroundPsql session (psql -XAtq -f -, ON_ERROR_STOP)
+connected with C<$connstr> (default: tls_connstr($node)).  %params are
+those of Cluster::background_psql (timeout, on_error_stop, extra_params,
+wait).
+
+Cluster::background_psql always passes C<-d> with the node's own Unix-socket
+connection string; a second C<-d> in extra_params comes later on psql's
+command line, and psql keeps the last one, so the session uses C<$connstr>.
+
+=cut
+
+sub background_tls_psql
+{
+	my ($node, $connstr, %params) = @_;
+	$connstr //= tls_connstr($node);
+	my @extra = ('-d', $connstr, @{ $params{extra_params} // [] });
+	return $node->background_psql('postgres', %params,
+		extra_params => \@extra);
+}
+
+=pod
+
+=item kernel_socket_info($node, $pid)
+
+Finds the established TCP socket on 127.0.0.1:PORT (server side) owned by
+backend process C<$pid> with
+
+  ss -tinpH state established '( sport = :PORT )'
+
+and returns a hashref of what the kernel's tcp_info says about it:
+C<recv_q>, C<send_q>, C<local>, C<peer>, C<bytes_received>,
+C<bytes_acked>, C<bytes_sent> (each undef if ss did not print it), plus
+C<raw> (the text).  Returns undef when no such socket exists.  ss can see
+the owning process only for processes of the same user (tests run as the
+server's OS user, so that holds) or as root.
+
+=cut
+
+sub kernel_socket_info
+{
+	my ($node, $pid) = @_;
+	my $port = $node->port;
+
+	my ($out, $err) = ('', '');
+	IPC::Run::run(
+		[ 'ss', '-tinpH', 'state', 'established', "( sport = :$port )" ],
+		'<', \undef, '>', \$out, '2>', \$err)
+	  or die "ss failed: $err";
+
+	# ss prints each socket as one line (queues, addresses, users:(...))
+	# followed by indented line(s) of tcp_info; gather them per socket.
+	my @socks;
+	for my $line (split /\n/, $out)
+	{
+		if ($line =~ /^\S/)
+		{
+			push @socks, $line;
+		}
+		elsif (@socks)
+		{
+			$socks[-1] .= "\n$line";
+		}
+	}
+
+	for my $s (@socks)
+	{
+		next unless $s =~ /users:\(.*\bpid=\Q$pid\E,/;
+		my %i = (raw => $s);
+		@i{qw(recv_q send_q local peer)} =
+		  $s =~ /^(\d+)\s+(\d+)\s+(\S+)\s+(\S+)/;
+		for my $k (qw(bytes_received bytes_acked bytes_sent))
+		{
+			$i{$k} = $s =~ /\b$k:(\d+)/ ? $1 : undef;
+		}
+		# ss omits counters that are still zero
+		$i{bytes_received} //= 0;
+		$i{bytes_acked}    //= 0;
+		return \%i;
+	}
+	return undef;
+}
+
+=pod
+
+=item kernel_counts($node, $pid)
+
+Returns (bytes_received, bytes_acked, bytes_sent) for the server-side TCP
+socket of backend C<$pid>, i.e. what C<ss -tin> prints.  First waits (up to
+about 10 seconds) until everything the backend sent has been acknowledged
+(Send-Q is 0 and bytes_acked == bytes_sent) so that bytes_acked is the
+number of bytes the backend sent.  bytes_sent may be undef on old kernels;
+bytes_sent counts retransmissions too, so prefer bytes_acked.
+
+Returns an empty list when the socket is not found.
+
+=cut
+
+sub kernel_counts
+{
+	my ($node, $pid) = @_;
+	my $i;
+	for (my $try = 0; $try < 200; $try++)
+	{
+		$i = kernel_socket_info($node, $pid);
+		return () unless defined $i;
+		last
+		  if $i->{send_q} == 0
+		  && (!defined $i->{bytes_sent}
+			|| $i->{bytes_sent} == $i->{bytes_acked});
+		usleep(50_000);
+	}
+	return ($i->{bytes_received}, $i->{bytes_acked}, $i->{bytes_sent});
+}
+
+=pod
+
+=item kernel_tls_counts($node, $pid)
+
+kernel_counts() less the plaintext SSLRequest exchange: returns
+(bytes_received - 8, bytes_acked - 1), i.e. what the extension should
+report as bytes_received / bytes_sent for a TLS connection made with
+tls_connstr() (gssencmode=disable, so no GSSENCRequest precedes it).
+Empty list when the socket is not found.
+
+=cut
+
+sub kernel_tls_counts
+{
+	my ($node, $pid) = @_;
+	my ($rcv, $acked) = kernel_counts($node, $pid);
+	return () unless defined $rcv;
+	return ($rcv - SSL_REQUEST_CLIENT_BYTES, $acked - SSL_REQUEST_SERVER_BYTES);
+}
+
+=pod
+
+=item wait_idle($node, $pid [, $timeout_seconds])
+
+Waits until backend C<$pid> is "idle" in pg_stat_activity (queried over
+the node's Unix socket) and its TCP socket has nothing left unread nor
+unacknowledged (Recv-Q and Send-Q 0), so that both the extension's and the
+kernel's counters have settled.  Returns true on success, false on timeout
+(default $PostgreSQL::Test::Utils::timeout_default).
+
+=cut
+
+sub wait_idle
+{
+	my ($node, $pid, $timeout) = @_;
+	$timeout //= $PostgreSQL::Test::Utils::timeout_default;
+	my $deadline = time() + $timeout;
+	while (time() <= $deadline)
+	{
+		my $state = $node->safe_psql('postgres',
+			"SELECT state FROM pg_stat_activity WHERE pid = $pid");
+		if ($state eq 'idle')
+		{
+			my $i = kernel_socket_info($node, $pid);
+			return 1
+			  if !defined $i || ($i->{recv_q} == 0 && $i->{send_q} == 0);
+		}
+		usleep(50_000);
+	}
+	return 0;
+}
+
+=pod
+
+=item bg_query($session, $sql)
+
+Runs C<$sql> in a BackgroundPsql session and returns (stdout, stderr) of
+that query only.  Unlike C<query_safe> it does not die on stderr output,
+and it clears the session's stderr buffer afterwards: in this version of
+BackgroundPsql, C<query> never clears stderr, so after one WARNING or
+NOTICE every later C<query_safe> on the session would die.
+
+=cut
+
+sub bg_query
+{
+	my ($session, $sql) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $out = $session->query($sql);
+	my $err = $session->{stderr};
+	$session->{stderr} = '';
+	return ($out, $err);
+}
+
+=pod
+
+=item query_row_hash($node, $sql [, %psql_params])
+
+Runs C<SELECT row_to_json(x) FROM ($sql) x> with safe_psql (Unix socket
+unless %psql_params has connstr) and returns the first row as a hashref
+(column => value; SQL NULL => undef, booleans as JSON::PP booleans, which
+compare as 1/0), or undef if there is no row.
+
+=item activity_row($node, $pid)
+
+The ssl_renegotiate_activity row of backend C<$pid> as a hashref (undef if
+none).
+
+=item totals_row($node)
+
+The ssl_renegotiate_totals row as a hashref.
+
+=cut
+
+sub query_row_hash
+{
+	my ($node, $sql, %params) = @_;
+	my $json = $node->safe_psql('postgres',
+		"SELECT row_to_json(x) FROM ($sql) x LIMIT 1", %params);
+	return undef if $json eq '';
+	return JSON::PP::decode_json($json);
+}
+
+sub activity_row
+{
+	my ($node, $pid) = @_;
+	return query_row_hash($node,
+		"SELECT * FROM ssl_renegotiate_activity WHERE pid = $pid");
+}
+
+sub totals_row
+{
+	my ($node) = @_;
+	return query_row_hash($node, 'SELECT * FROM ssl_renegotiate_totals');
+}
+
+=pod
+
+=back
+
+=cut
+
+1;
