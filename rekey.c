@@ -320,6 +320,20 @@ sslr_check_interval(void)
 		disable_timeout(sslr_timeout_id, false);
 }
 
+/*
+ * End the session from the inbound record path, where we can neither block
+ * nor ereport: the next CHECK_FOR_INTERRUPTS ends it as a lost connection
+ * (nothing more is sent to this client), and sslr_rekey_at_exit logs why.
+ * Setting the latch wakes a backend waiting for the client.
+ */
+static void
+sslr_end_at_next_interrupt_check(void)
+{
+	InterruptPending = true;
+	ClientConnectionLost = true;
+	SetLatch(MyLatch);
+}
+
 /* ---------------------------------------------------------------------
  * Events reported by accounting.c
  * ---------------------------------------------------------------------
@@ -419,8 +433,7 @@ sslr_key_rotated(SslrDirection dir, bool requested_by_peer)
 				sslr_deferred_termination = "max_peer_key_updates";
 				sslr_deferred_termination_bytes = sslr_consecutive_peer_updates;
 				sslr_count_event(&sslr_my_slot->stats.tally.terminations, 1);
-				InterruptPending = true;
-				ClientConnectionLost = true;
+				sslr_end_at_next_interrupt_check();
 			}
 		}
 	}
@@ -696,9 +709,7 @@ sslr_defer_termination(const char *setting)
 	sslr_deferred_termination = setting;
 	sslr_deferred_termination_bytes = sslr_my_slot->stats.bytes_under_key[SSLR_RECEIVED];
 	sslr_count_event(&sslr_my_slot->stats.tally.terminations, 1);
-	/* ends the session at its next CHECK_FOR_INTERRUPTS */
-	InterruptPending = true;
-	ClientConnectionLost = true;
+	sslr_end_at_next_interrupt_check();
 }
 
 static void
