@@ -45,6 +45,18 @@ installcheck-not-preloaded:
 	$(pg_regress_installcheck) --temp-instance=./tmp_check_not_preloaded \
 		--outputdir=./not_preloaded $(REGRESS_NOT_PRELOADED)
 
+# Static analysis: cppcheck and clang-tidy must be silent on our C.
+C_SOURCES = $(patsubst %.o,%.c,$(filter %.o,$(OBJS)))
+lint:
+	cppcheck --error-exitcode=1 --enable=warning,performance,portability \
+		--std=c99 --quiet --inline-suppr --suppress=missingIncludeSystem --suppress=toomanyconfigs \
+		--suppress='*:$(includedir_server)/*' \
+		-I. -I$(includedir_server) $(C_SOURCES)
+	clang-tidy --quiet $(C_SOURCES) -- \
+		-I. -isystem $(includedir_server) -isystem $(includedir_internal) -D_GNU_SOURCE
+
+.PHONY: lint installcheck-not-preloaded clean-not-preloaded
+
 clean: clean-not-preloaded
 clean-not-preloaded:
 	rm -rf ./tmp_check_regress ./tmp_check_not_preloaded ./not_preloaded
