@@ -75,6 +75,17 @@
 /* How long the send side waits for a client to take part in renegotiation. */
 #define SSLR_RENEGOTIATION_WAIT_MS 10000
 
+/*
+ * Options PostgreSQL sets that are lifted on this one connection while our
+ * own renegotiation runs: renegotiation itself, and session tickets, so
+ * that the first renegotiation (a full handshake) hands the client a ticket
+ * and the later ones resume it (an abbreviated handshake: new keys from the
+ * same master secret and fresh randoms, like a TLS 1.3 KeyUpdate, at a
+ * fraction of the cost).  New connections still get neither: the context
+ * keeps both options.
+ */
+#define SSLR_RENEGOTIATION_WINDOW_OPTIONS (SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_TICKET)
+
 /* Rekeys waiting to be logged at the next safe point. */
 #define SSLR_LOG_QUEUE 16
 
@@ -449,7 +460,7 @@ sslr_renegotiation_done(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
 
-	SSL_set_options(sslr_ssl, SSL_OP_NO_RENEGOTIATION);
+	SSL_set_options(sslr_ssl, SSLR_RENEGOTIATION_WINDOW_OPTIONS);
 	sslr_renegotiating = false;
 	sslr_verify_peer_pending = true;
 	sslr_deferred_work = true;
@@ -586,10 +597,10 @@ sslr_start_renegotiation(SSL *ssl)
 	int			ok;
 
 	ERR_set_mark();
-	SSL_clear_options(ssl, SSL_OP_NO_RENEGOTIATION);
+	SSL_clear_options(ssl, SSLR_RENEGOTIATION_WINDOW_OPTIONS);
 	ok = SSL_renegotiate(ssl);
 	if (!ok)
-		SSL_set_options(ssl, SSL_OP_NO_RENEGOTIATION);
+		SSL_set_options(ssl, SSLR_RENEGOTIATION_WINDOW_OPTIONS);
 	ERR_pop_to_mark();
 
 	if (!ok)

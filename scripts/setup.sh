@@ -19,7 +19,8 @@ set -euo pipefail
 # required, e.g. default-jre-headless libpostgresql-jdbc-java.
 SSLR_PACKAGES="postgresql-15 postgresql-server-dev-15 libssl-dev libkrb5-dev
 libipc-run-perl iproute2 make gcc openssl perl procps
-default-jre-headless default-jdk-headless libpostgresql-jdbc-java"
+default-jre-headless default-jdk-headless libpostgresql-jdbc-java
+gnuplot-nox"
 
 PG_BINDIR=/usr/lib/postgresql/15/bin
 PG_CONFIG=$PG_BINDIR/pg_config
