@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# sanitize.sh -- run the TAP suites against an AddressSanitizer + UBSan build
+# of ssl_renegotiate.  Run as root (like test.sh).
+#
+#   1. scripts/setup.sh (packages, work dir, normal build and install);
+#   2. rebuilds the extension with -fsanitize=address,undefined and installs
+#      that build;
+#   3. runs every TAP test (t/*.pl) with the sanitizer runtimes preloaded
+#      into every process, so that the postmaster and its backends (which
+#      load our library) have them; reports go to a directory of files;
+#   4. reinstalls the normal build, whatever happened, and fails if any
+#      test failed or any sanitizer report was written.
+#
+# Only our library is instrumented: PostgreSQL and OpenSSL are Debian's
+# builds.  Leak detection is off (PostgreSQL frees memory by context, at
+# exit, on purpose).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PG_BINDIR=/usr/lib/postgresql/15/bin
+PG_CONFIG=$PG_BINDIR/pg_config
+PERL_TEST=/usr/lib/postgresql/15/lib/pgxs/src/test/perl
+PG_REGRESS_BIN=/usr/lib/postgresql/15/lib/pgxs/src/test/regress/pg_regress
+
+[ "$(id -u)" -eq 0 ] || { echo "sanitize.sh: run as root" >&2; exit 1; }
+
+WORKDIR=$(bash "$HERE/setup.sh" | tail -n 1)
+REPORTS=$(mktemp -d /tmp/ssl_renegotiate-sanitizer.XXXXXX)
+chown postgres "$REPORTS"
+
+as_postgres() {
+    runuser -u postgres -- env -C "$WORKDIR" PATH="$PG_BINDIR:$PATH" "$@"
+}
+
+reinstall_normal() {
+    as_postgres make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" clean >/dev/null
+    as_postgres make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" >/dev/null
+    make -s -C "$WORKDIR" USE_PGXS=1 PG_CONFIG="$PG_CONFIG" install >/dev/null
+}
+trap reinstall_normal EXIT
+
+echo "=== building with AddressSanitizer and UBSan ==="
+as_postgres make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" clean >/dev/null
+as_postgres make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" \
+    COPT='-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -Wall -Wextra -Werror'
+make -s -C "$WORKDIR" USE_PGXS=1 PG_CONFIG="$PG_CONFIG" install >/dev/null
+
+preload="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+
+echo "=== TAP tests with the sanitizer runtimes preloaded ==="
+set +e
+as_postgres env \
+    LD_PRELOAD="$preload" \
+    ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:log_path=$REPORTS/asan" \
+    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$REPORTS/ubsan" \
+    PG_REGRESS="$PG_REGRESS_BIN" TESTDIR="$WORKDIR" \
+    prove -I t -I "$PERL_TEST" t/*.pl
+rc=$?
+set -e
+
+reports=$(find "$REPORTS" -type f | wc -l)
+if [ "$reports" -gt 0 ]; then
+    echo "sanitize.sh: $reports sanitizer report(s):"
+    for f in "$REPORTS"/*; do echo "--- $f"; head -40 "$f"; done
+fi
+rm -rf "$REPORTS"
+if [ "$rc" -ne 0 ] || [ "$reports" -gt 0 ]; then
+    echo "sanitize.sh: FAILED (prove exit $rc, $reports reports)"
+    exit 1
+fi
+echo "sanitize.sh: every TAP test passed under ASan + UBSan, no reports"
