@@ -409,8 +409,8 @@ sub kernel_socket_info
 Returns (bytes_received, bytes_acked, bytes_sent) for the server-side TCP
 socket of backend C<$pid>, i.e. what C<ss -tin> prints.  First waits (up to
 about 10 seconds) until everything the backend sent has been acknowledged
-(Send-Q is 0 and bytes_acked == bytes_sent) so that bytes_acked is the
-number of bytes the backend sent.  bytes_sent may be undef on old kernels;
+(Send-Q is 0 and bytes_acked == bytes_sent less retransmissions) so that
+bytes_acked is the number of bytes the backend sent.  bytes_sent may be undef on old kernels;
 bytes_sent counts retransmissions too, so prefer bytes_acked.
 
 Returns an empty list when the socket is not found.
@@ -425,10 +425,14 @@ sub kernel_counts
 	{
 		$i = kernel_socket_info($node, $pid);
 		return () unless defined $i;
+		# bytes_sent counts retransmitted bytes again (bytes_retrans):
+		# after one (loopback under load does that) it never equals
+		# bytes_acked, so discount them.
+		my $retrans = $i->{raw} =~ /\bbytes_retrans:(\d+)/ ? $1 : 0;
 		last
 		  if $i->{send_q} == 0
 		  && (!defined $i->{bytes_sent}
-			|| $i->{bytes_sent} == $i->{bytes_acked});
+			|| $i->{bytes_sent} - $retrans == $i->{bytes_acked});
 		usleep(50_000);
 	}
 	return ($i->{bytes_received}, $i->{bytes_acked}, $i->{bytes_sent});
