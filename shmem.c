@@ -16,9 +16,13 @@
  *	  detaching a slot (pid set or cleared) also happens under the lock held
  *	  exclusively, so a reader holding it shared sees every connection
  *	  exactly once: either live in a slot or folded into the totals.
+ *	- Backends that never took a slot (handshake failed, login rejected
+ *	  before authentication ran) add their counts at exit with atomics: they
+ *	  may have no PGPROC, so no LWLock.
  *	- The totals hold the exited backends' sums minus a baseline taken at
- *	  reset from the then-live backends, so that "totals = folded + live"
- *	  counts everything since the last reset.
+ *	  reset from the then-live backends and the unattached sums, so that
+ *	  "totals = folded + unattached + live" counts everything since the
+ *	  last reset.
  *
  * Before a backend's connection reaches authentication (the TLS handshake)
  * it counts into a backend-local slot; attaching copies those counts into
@@ -42,10 +46,22 @@
 #include "compat.h"
 #include "ssl_renegotiate.h"
 
+/*
+ * Connections that ended before taking a slot (TLS handshake failed, login
+ * rejected before authentication ran): added with atomics, because such a
+ * backend may have no PGPROC and so cannot take the LWLock.
+ */
+typedef struct SslrUnattached
+{
+	pg_atomic_uint64 connections;
+	pg_atomic_uint64 tally[SSLR_TALLY_FIELDS];
+} SslrUnattached;
+
 typedef struct SslrShared
 {
 	LWLock	   *lock;
 	SslrTotals	totals;
+	SslrUnattached unattached;
 	SslrSlot	slots[FLEXIBLE_ARRAY_MEMBER];
 } SslrShared;
 
@@ -53,10 +69,12 @@ static SslrShared *sslr_shared = NULL;
 
 /* Counts of the handshake, and of the time after detaching. */
 static SslrSlot sslr_local_slot;
+static bool sslr_attached_once = false;
 
 SslrSlot   *sslr_my_slot = &sslr_local_slot;
 
 static void sslr_detach_slot(int code, Datum arg);
+static void sslr_count_unattached(int code, Datum arg);
 
 StaticAssertDecl(sizeof(SslrTally) % sizeof(int64) == 0,
 				 "SslrTally must consist of int64 members only");
@@ -86,6 +104,9 @@ sslr_shmem_startup(void)
 	{
 		memset(sslr_shared, 0, sslr_shmem_size());
 		sslr_shared->lock = &(GetNamedLWLockTranche("ssl_renegotiate"))->lock;
+		pg_atomic_init_u64(&sslr_shared->unattached.connections, 0);
+		for (int i = 0; i < (int) SSLR_TALLY_FIELDS; i++)
+			pg_atomic_init_u64(&sslr_shared->unattached.tally[i], 0);
 		sslr_shared->totals.stats_reset = GetCurrentTimestamp();
 	}
 	LWLockRelease(AddinShmemInitLock);
@@ -139,6 +160,7 @@ sslr_attach_slot(Port *port)
 	strlcpy(slot->cipher, SSL_get_cipher_name(port->ssl), sizeof(slot->cipher));
 	slot->stats = sslr_local_slot.stats;
 	sslr_my_slot = slot;
+	sslr_attached_once = true;
 	SSLR_END_WRITE(slot);
 	LWLockRelease(sslr_shared->lock);
 
@@ -191,6 +213,54 @@ sslr_detach_slot(int code pg_attribute_unused(), Datum arg pg_attribute_unused()
 }
 
 /*
+ * A TLS handshake began in this backend: make sure its counts reach the
+ * totals even if it never gets to authentication.
+ */
+void
+sslr_connection_started(void)
+{
+	static bool registered = false;
+
+	if (registered || sslr_shared == NULL)
+		return;
+	registered = true;
+
+	/*
+	 * Not before_shmem_exit: this may run before InitProcess, which insists
+	 * that no shared-memory exit callback exists yet.  on_proc_exit runs
+	 * later, with the (inherited) mapping of shared memory still in place.
+	 */
+	on_proc_exit(sslr_count_unattached, (Datum) 0);
+}
+
+/*
+ * At exit of a backend that never attached a slot (an attached one was
+ * folded by sslr_detach_slot, a before_shmem_exit callback, so earlier).
+ */
+static void
+sslr_count_unattached(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
+{
+	const int64 *t = (const int64 *) &sslr_local_slot.stats.tally;
+
+	if (sslr_attached_once)
+		return;
+	for (int i = 0; i < (int) SSLR_TALLY_FIELDS; i++)
+		pg_atomic_fetch_add_u64(&sslr_shared->unattached.tally[i], (uint64) t[i]);
+	pg_atomic_fetch_add_u64(&sslr_shared->unattached.connections, 1);
+}
+
+/* The unattached connections' sums, as a tally. */
+static int64
+sslr_read_unattached(SslrTally *tally)
+{
+	int64	   *t = (int64 *) tally;
+
+	for (int i = 0; i < (int) SSLR_TALLY_FIELDS; i++)
+		t[i] = (int64) pg_atomic_read_u64(&sslr_shared->unattached.tally[i]);
+	return (int64) pg_atomic_read_u64(&sslr_shared->unattached.connections);
+}
+
+/*
  * Copy a slot consistently: retry until the copy was not overlapped by a
  * write of its owner.
  */
@@ -221,8 +291,12 @@ sslr_read_totals(SslrTotals *totals)
 {
 	SslrSlot	copy;
 
+	SslrTally	unattached;
+
 	LWLockAcquire(sslr_shared->lock, LW_SHARED);
 	*totals = sslr_shared->totals;
+	totals->connections += sslr_read_unattached(&unattached);
+	sslr_tally_add(&totals->tally, &unattached, 1);
 	for (int i = 0; i < MaxBackends; i++)
 	{
 		if (sslr_shared->slots[i].pid == 0)
@@ -244,10 +318,13 @@ void
 sslr_reset_totals(void)
 {
 	SslrSlot	copy;
+	SslrTally	unattached;
 	SslrTotals *totals = &sslr_shared->totals;
 
 	LWLockAcquire(sslr_shared->lock, LW_EXCLUSIVE);
 	memset(totals, 0, sizeof(SslrTotals));
+	totals->connections -= sslr_read_unattached(&unattached);
+	sslr_tally_add(&totals->tally, &unattached, -1);
 	for (int i = 0; i < MaxBackends; i++)
 	{
 		if (sslr_shared->slots[i].pid == 0)

@@ -73,19 +73,34 @@ sslr_shmem_startup_hook(void)
 	sslr_shmem_startup();
 }
 
-/* Every connection made from this context inherits the record callback. */
+/*
+ * Called once per handshake (and renegotiation) as the ClientHello arrives:
+ * the earliest point at which a backend knows it serves a TLS connection.
+ */
+static int
+sslr_client_hello_cb(SSL *ssl pg_attribute_unused(), int *alert pg_attribute_unused(),
+					 void *arg pg_attribute_unused())
+{
+	sslr_connection_started();
+	return SSL_CLIENT_HELLO_SUCCESS;
+}
+
+/* Every connection made from this context inherits our callbacks. */
 static void
 sslr_openssl_tls_init_hook(SSL_CTX *context, bool isServerStart)
 {
 	if (prev_openssl_tls_init_hook)
 		prev_openssl_tls_init_hook(context, isServerStart);
 	SSL_CTX_set_msg_callback(context, sslr_msg_callback);
+	SSL_CTX_set_client_hello_cb(context, sslr_client_hello_cb, NULL);
 }
 
 /*
  * The TLS handshake is over and the backend has a PGPROC: the earliest
- * point where a TLS connection can take its shared slot.  Failed logins
- * pass here too, so their handshakes are counted.
+ * point where a TLS connection can take its shared slot.  Logins that fail
+ * in the authentication method pass here too; those rejected before it
+ * (pg_hba "reject", no pg_hba line) and failed handshakes are counted at
+ * exit instead (sslr_connection_started).
  */
 static void
 sslr_client_authentication_hook(Port *port, int status)

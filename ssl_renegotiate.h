@@ -120,6 +120,7 @@ extern Size sslr_shmem_size(void);
 extern void sslr_shmem_request(void);
 extern void sslr_shmem_startup(void);
 extern bool sslr_shmem_ready(void);
+extern void sslr_connection_started(void);
 extern void sslr_attach_slot(Port *port);
 extern bool sslr_publish_userid(void);
 extern void sslr_read_slot(int index, SslrSlot *copy);
