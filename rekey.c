@@ -84,7 +84,7 @@
  * fraction of the cost).  New connections still get neither: the context
  * keeps both options.
  */
-#define SSLR_RENEGOTIATION_WINDOW_OPTIONS (SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_TICKET)
+static uint64 sslr_window_options = SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_TICKET;
 
 /* Rekeys waiting to be logged at the next safe point. */
 #define SSLR_LOG_QUEUE 16
@@ -460,7 +460,7 @@ sslr_renegotiation_done(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
 
-	SSL_set_options(sslr_ssl, SSLR_RENEGOTIATION_WINDOW_OPTIONS);
+	SSL_set_options(sslr_ssl, sslr_window_options);
 	sslr_renegotiating = false;
 	sslr_verify_peer_pending = true;
 	sslr_deferred_work = true;
@@ -597,10 +597,10 @@ sslr_start_renegotiation(SSL *ssl)
 	int			ok;
 
 	ERR_set_mark();
-	SSL_clear_options(ssl, SSLR_RENEGOTIATION_WINDOW_OPTIONS);
+	SSL_clear_options(ssl, sslr_window_options);
 	ok = SSL_renegotiate(ssl);
 	if (!ok)
-		SSL_set_options(ssl, SSLR_RENEGOTIATION_WINDOW_OPTIONS);
+		SSL_set_options(ssl, sslr_window_options);
 	ERR_pop_to_mark();
 
 	if (!ok)
@@ -612,32 +612,28 @@ sslr_start_renegotiation(SSL *ssl)
 }
 
 /*
- * TLS 1.2, send side, at a safe point: renegotiate, and when we may block,
- * read the client's handshake ourselves: during COPY TO nothing else would.
- * Stop early if application data is waiting (the handshake then finishes
- * in PostgreSQL's own reads) or after SSLR_RENEGOTIATION_WAIT_MS.
+ * TLS 1.2, at a blocking safe point, with our renegotiation in flight: read
+ * the client's handshake ourselves, since during COPY TO nothing else would,
+ * and finish it before the next message goes out (a client that answers the
+ * HelloRequest late, as JSSE does after COPY IN, would otherwise interleave
+ * its next query with its handshake, which OpenSSL rejects).  Stop early if
+ * application data is waiting (the handshake then finishes in PostgreSQL's
+ * own reads) or after SSLR_RENEGOTIATION_WAIT_MS.  A handshake that fails
+ * has killed the connection: say why.
  */
 static void
-sslr_renegotiate_now(bool may_block)
+sslr_drive_renegotiation(void)
 {
 	instr_time	start;
 	instr_time	elapsed;
 	TimestampTz deadline;
+	bool		failed = false;
+	unsigned long ecode = 0;
 
 	INSTR_TIME_SET_CURRENT(start);
-	if (!sslr_start_renegotiation(sslr_ssl))
-	{
-		sslr_rotation_failed(SSLR_SENT);
-		return;
-	}
-
-	ERR_set_mark();
-	(void) SSL_do_handshake(sslr_ssl);	/* sends the HelloRequest */
-	ERR_pop_to_mark();
-
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										   SSLR_RENEGOTIATION_WAIT_MS);
-	while (may_block && sslr_renegotiating && !sslr_peer_refused_renegotiation)
+	while (sslr_renegotiating && !sslr_peer_refused_renegotiation)
 	{
 		char		peek;
 		int			r;
@@ -648,6 +644,8 @@ sslr_renegotiate_now(bool may_block)
 		ERR_set_mark();
 		r = SSL_peek(sslr_ssl, &peek, 1);
 		err = SSL_get_error(sslr_ssl, r);
+		if (err == SSL_ERROR_SSL || err == SSL_ERROR_SYSCALL)
+			ecode = ERR_peek_last_error();
 		ERR_pop_to_mark();
 
 		if (r > 0 || !sslr_renegotiating)
@@ -657,7 +655,10 @@ sslr_renegotiate_now(bool may_block)
 		else if (err == SSL_ERROR_WANT_WRITE)
 			waitfor = WL_SOCKET_WRITEABLE;
 		else
+		{
+			failed = true;
 			break;
+		}
 
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		if (remaining <= 0)
@@ -684,6 +685,34 @@ sslr_renegotiate_now(bool may_block)
 				 errdetail("ssl_renegotiate.tls12 is \"renegotiate\" and the client answered with a no_renegotiation alert."),
 				 errhint("Set ssl_renegotiate.tls12 to \"warn\" for clients that cannot renegotiate, or have them use TLS 1.3.")));
 	}
+	if (failed)
+	{
+		const char *reason = ecode ? ERR_reason_error_string(ecode) : NULL;
+
+		sslr_count_event(&sslr_my_slot->stats.tally.rekey_failures, 1);
+		ereport(FATAL,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("TLS renegotiation failed: %s",
+						reason ? reason : "connection lost")));
+	}
+}
+
+/* TLS 1.2, send side, at a safe point: start a renegotiation. */
+static void
+sslr_renegotiate_now(bool may_block)
+{
+	if (!sslr_start_renegotiation(sslr_ssl))
+	{
+		sslr_rotation_failed(SSLR_SENT);
+		return;
+	}
+
+	ERR_set_mark();
+	(void) SSL_do_handshake(sslr_ssl);	/* sends the HelloRequest */
+	ERR_pop_to_mark();
+
+	if (may_block)
+		sslr_drive_renegotiation();
 }
 
 /* End the connection from a safe point, with the reason. */
@@ -758,7 +787,9 @@ sslr_receive_attention(SSL *ssl)
 			sslr_request_peer_update(ssl);
 		else if (sslr_tls12_policy == SSLR_TLS12_RENEGOTIATE)
 		{
-			if (!sslr_start_renegotiation(ssl))
+			if (sslr_start_renegotiation(ssl))
+				sslr_deferred_work = true;	/* finish it before we answer */
+			else
 				sslr_rotation_failed(SSLR_RECEIVED);
 		}
 		else if (sslr_tls12_policy == SSLR_TLS12_WARN)
@@ -809,8 +840,12 @@ sslr_verify_peer_unchanged(void)
 	X509	   *now = sslr_get1_peer_certificate(sslr_ssl);
 	bool		same;
 
-	same = (now == NULL) == (sslr_port->peer == NULL) &&
-		(now == NULL || X509_cmp(now, sslr_port->peer) == 0);
+	/*
+	 * With SSL_VERIFY_CLIENT_ONCE a full renegotiation asks for no
+	 * certificate, so none is fine; a different one is not.
+	 */
+	same = now == NULL ||
+		(sslr_port->peer != NULL && X509_cmp(now, sslr_port->peer) == 0);
 	if (now)
 		X509_free(now);
 	if (!same)
@@ -877,6 +912,12 @@ sslr_send_point_slow(bool may_block)
 		}
 		if (sslr_deferred_work)
 			sslr_deferred();
+
+		/* one started on the inbound path, or one that was cut short */
+		if (sslr_renegotiating && may_block)
+			sslr_drive_renegotiation();
+		if (sslr_renegotiating)
+			sslr_deferred_work = true;	/* look again at the next point */
 		sslr_recompute();
 	}
 	PG_FINALLY();
@@ -947,6 +988,30 @@ sslr_comm_putmessage_noblock(char msgtype, const char *s, size_t len)
  * ---------------------------------------------------------------------
  */
 
+/*
+ * Renegotiations after the first resume the session they created (see
+ * sslr_window_options).  OpenSSL resumes a session of a server
+ * that verifies client certificates only within a session id context; make
+ * it this connection's own, so that a ticket is good on no other one.
+ */
+static void
+sslr_set_session_id_context(SSL *ssl)
+{
+	unsigned char context[SSL_MAX_SID_CTX_LENGTH];
+	int64		start = (int64) MyStartTimestamp;
+	int32		pid = MyProcPid;
+
+	StaticAssertStmt(sizeof(start) + sizeof(pid) <= SSL_MAX_SID_CTX_LENGTH,
+					 "session id context too small");
+	memcpy(context, &pid, sizeof(pid));
+	memcpy(context + sizeof(pid), &start, sizeof(start));
+
+	ERR_set_mark();
+	if (!SSL_set_session_id_context(ssl, context, sizeof(pid) + sizeof(start)))
+		sslr_window_options = SSL_OP_NO_RENEGOTIATION;	/* full handshakes, then */
+	ERR_pop_to_mark();
+}
+
 /* The connection is authenticated: start enforcing on it. */
 void
 sslr_rekey_start(Port *port)
@@ -961,6 +1026,9 @@ sslr_rekey_start(Port *port)
 	sslr_tls13 = SSL_version(port->ssl) >= TLS1_3_VERSION;
 	sslr_cipher_record_limit = sslr_cipher_limit_for(port->ssl);
 	sslr_key_since[SSLR_SENT] = sslr_key_since[SSLR_RECEIVED] = now;
+
+	if (!sslr_tls13)
+		sslr_set_session_id_context(port->ssl);
 
 	sslr_prev_comm = PqCommMethods;
 	sslr_comm.comm_reset = sslr_comm_reset;
