@@ -74,10 +74,7 @@ sslr_msg_callback(int write_p, int version pg_attribute_unused(), int content_ty
 			if (len < 1)
 				break;
 			if (p[0] == SSL3_MT_KEY_UPDATE)
-			{
-				/* byte 4 is request_update: did the sender ask us back? */
-				sslr_key_rotated(dir, !write_p && len >= 5 && p[4] != 0);
-			}
+				sslr_key_rotated(ssl, dir);
 			else
 				sslr_renegotiation_message(write_p, p[0]);
 			break;

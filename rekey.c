@@ -331,15 +331,29 @@ sslr_check_interval(void)
 		disable_timeout(sslr_timeout_id, false);
 }
 
+static void sslr_log_deferred_termination(void);
+static void sslr_termination_at_exit(int code, Datum arg);
+
 /*
  * End the session from the inbound record path, where we can neither block
- * nor ereport: the next CHECK_FOR_INTERRUPTS ends it as a lost connection
- * (nothing more is sent to this client), and sslr_rekey_at_exit logs why.
- * Setting the latch wakes a backend waiting for the client.
+ * nor ereport.  Marking the TLS connection as shut down by the peer (a flag
+ * only) makes OpenSSL process nothing more of what is waiting in the
+ * socket, and the read report end of connection: a backend in the middle of
+ * a message, or of a COPY, ends as if the client had gone, rolling back.
+ * The next CHECK_FOR_INTERRUPTS ends an idle one as a lost connection, and
+ * the latch wakes it.  Nothing more is sent to this client; the reason is
+ * logged at exit.
  */
 static void
-sslr_end_at_next_interrupt_check(void)
+sslr_end_connection(SSL *ssl)
 {
+	SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_RECEIVED_SHUTDOWN);
+	if (sslr_ssl == NULL)
+	{
+		/* before authentication: no slot, so say it from our own callback */
+		on_proc_exit(sslr_termination_at_exit, (Datum) 0);
+		return;
+	}
 	InterruptPending = true;
 	ClientConnectionLost = true;
 	SetLatch(MyLatch);
@@ -393,19 +407,18 @@ sslr_retire_key(SslrDirection dir, TimestampTz now, bool peer_initiated,
 
 /*
  * A KeyUpdate went out (dir == SENT: our sending key changed) or came in
- * (RECEIVED: the peer's sending key changed).
+ * (RECEIVED: the peer's sending key changed).  Counted and bounded before
+ * authentication too: a peer may send KeyUpdates as soon as the handshake
+ * is over.
  */
 void
-sslr_key_rotated(SslrDirection dir, bool requested_by_peer)
+sslr_key_rotated(SSL *ssl, SslrDirection dir)
 {
-	TimestampTz now;
+	SslrConnStats *stats = &sslr_my_slot->stats;
+	TimestampTz now = GetCurrentTimestamp();
 	int64		duration_us = 0;
 	bool		peer_initiated = false;
 
-	if (sslr_ssl == NULL)
-		return;
-
-	now = GetCurrentTimestamp();
 	if (dir == SSLR_SENT && sslr_send_rekey_timing)
 	{
 		instr_time	elapsed;
@@ -414,44 +427,39 @@ sslr_key_rotated(SslrDirection dir, bool requested_by_peer)
 		INSTR_TIME_SUBTRACT(elapsed, sslr_send_rekey_start);
 		duration_us = INSTR_TIME_GET_MICROSEC(elapsed);
 	}
+	else if (dir == SSLR_RECEIVED && stats->rekey_pending)
+	{
+		/* the answer to our request: learn how late peers answer */
+		sslr_peer_lag = stats->tally.bytes[SSLR_RECEIVED] - sslr_request_at_bytes;
+		duration_us = now - sslr_request_time;
+		sslr_consecutive_peer_updates = 0;
+		sslr_set_rekey_pending(false);
+	}
 	else if (dir == SSLR_RECEIVED)
 	{
-		SslrConnStats *stats = &sslr_my_slot->stats;
-
-		if (stats->rekey_pending)
-		{
-			/* the answer to our request: learn how late peers answer */
-			sslr_peer_lag = stats->tally.bytes[SSLR_RECEIVED] - sslr_request_at_bytes;
-			duration_us = now - sslr_request_time;
-			sslr_consecutive_peer_updates = 0;
-			sslr_set_rekey_pending(false);
-		}
+		/*
+		 * Unasked: a KeyUpdate alone under the previous key is one of a run.
+		 * Bound runs as other TLS stacks do.
+		 */
+		peer_initiated = true;
+		if (stats->records_under_key[SSLR_RECEIVED] <= 1)
+			sslr_consecutive_peer_updates++;
 		else
+			sslr_consecutive_peer_updates = 1;
+		if (sslr_max_peer_key_updates > 0 &&
+			sslr_consecutive_peer_updates > sslr_max_peer_key_updates &&
+			sslr_deferred_termination == NULL)
 		{
-			/*
-			 * Unasked: a KeyUpdate alone under the previous key is one of a
-			 * run.  Bound runs as other TLS stacks do.
-			 */
-			peer_initiated = true;
-			if (stats->records_under_key[SSLR_RECEIVED] <= 1)
-				sslr_consecutive_peer_updates++;
-			else
-				sslr_consecutive_peer_updates = 1;
-			if (sslr_max_peer_key_updates > 0 &&
-				sslr_consecutive_peer_updates > sslr_max_peer_key_updates &&
-				sslr_deferred_termination == NULL)
-			{
-				sslr_deferred_termination = "max_peer_key_updates";
-				sslr_deferred_termination_bytes = sslr_consecutive_peer_updates;
-				sslr_count_event(&sslr_my_slot->stats.tally.terminations, 1);
-				sslr_end_at_next_interrupt_check();
-			}
+			sslr_deferred_termination = "max_peer_key_updates";
+			sslr_deferred_termination_bytes = sslr_consecutive_peer_updates;
+			sslr_count_event(&stats->tally.terminations, 1);
+			sslr_end_connection(ssl);
 		}
 	}
-	(void) requested_by_peer;
 
 	sslr_retire_key(dir, now, peer_initiated, duration_us);
-	sslr_recompute();
+	if (sslr_ssl != NULL)
+		sslr_recompute();
 }
 
 /* Our TLS 1.2 renegotiation finished: both directions have new keys. */
@@ -742,14 +750,14 @@ sslr_terminate(SslrDirection dir, const char *setting)
  * ereport: decide, and defer what cannot be done here.
  */
 static void
-sslr_defer_termination(const char *setting)
+sslr_defer_termination(SSL *ssl, const char *setting)
 {
 	if (sslr_deferred_termination != NULL)
 		return;
 	sslr_deferred_termination = setting;
 	sslr_deferred_termination_bytes = sslr_my_slot->stats.bytes_under_key[SSLR_RECEIVED];
 	sslr_count_event(&sslr_my_slot->stats.tally.terminations, 1);
-	sslr_end_at_next_interrupt_check();
+	sslr_end_connection(ssl);
 }
 
 static void
@@ -780,7 +788,7 @@ sslr_receive_attention(SSL *ssl)
 		sslr_check_interval();
 
 	if (hard > 0 && stats->bytes_under_key[SSLR_RECEIVED] > hard)
-		sslr_defer_termination("hard_limit");
+		sslr_defer_termination(ssl, "hard_limit");
 	else if (sslr_may_rotate(SSLR_RECEIVED) && sslr_rotation_due(SSLR_RECEIVED))
 	{
 		if (sslr_tls13)
@@ -795,7 +803,7 @@ sslr_receive_attention(SSL *ssl)
 		else if (sslr_tls12_policy == SSLR_TLS12_WARN)
 			sslr_limit_skipped();
 		else
-			sslr_defer_termination("tls12");
+			sslr_defer_termination(ssl, "tls12");
 	}
 	sslr_recompute();
 }
@@ -1047,6 +1055,43 @@ sslr_rekey_start(Port *port)
 	sslr_recompute();
 }
 
+/* Say why the inbound path ended the connection, if it did. */
+static void
+sslr_log_deferred_termination(void)
+{
+	if (sslr_deferred_termination == NULL)
+		return;
+	if (strcmp(sslr_deferred_termination, "max_peer_key_updates") == 0)
+		ereport(LOG_SERVER_ONLY,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("ssl_renegotiate: terminated connection of pid %d: the client sent %lld key updates in a row, more than ssl_renegotiate.max_peer_key_updates (%d)",
+						MyProcPid, (long long) sslr_deferred_termination_bytes,
+						sslr_max_peer_key_updates),
+				 errhidestmt(true), errhidecontext(true)));
+	else if (strcmp(sslr_deferred_termination, "tls12") == 0)
+		ereport(LOG_SERVER_ONLY,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("ssl_renegotiate: terminated connection of pid %d: its TLS 1.2 keys reached ssl_renegotiate.limit after %lld bytes received",
+						MyProcPid, (long long) sslr_deferred_termination_bytes),
+				 errdetail("ssl_renegotiate.tls12 is \"terminate\"."),
+				 errhidestmt(true), errhidecontext(true)));
+	else
+		ereport(LOG_SERVER_ONLY,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("ssl_renegotiate: terminated connection of pid %d: the client sent %lld bytes under one TLS key, more than ssl_renegotiate.hard_limit (%d kB)",
+						MyProcPid, (long long) sslr_deferred_termination_bytes,
+						sslr_hard_limit_kb),
+				 errhidestmt(true), errhidecontext(true)));
+	sslr_deferred_termination = NULL;	/* said once */
+}
+
+/* Exit of a backend ended before authentication (no slot, no detach). */
+static void
+sslr_termination_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
+{
+	sslr_log_deferred_termination();
+}
+
 /* Backend exit: say what could not be said on the inbound path. */
 void
 sslr_rekey_at_exit(void)
@@ -1062,30 +1107,7 @@ sslr_rekey_at_exit(void)
 	if (sslr_log_queued > 0 || sslr_log_dropped > 0)
 		sslr_flush_deferred_logs();
 
-	if (sslr_deferred_termination != NULL)
-	{
-		if (strcmp(sslr_deferred_termination, "max_peer_key_updates") == 0)
-			ereport(LOG_SERVER_ONLY,
-					(errcode(ERRCODE_PROTOCOL_VIOLATION),
-					 errmsg("ssl_renegotiate: terminated connection of pid %d: the client sent %lld key updates in a row, more than ssl_renegotiate.max_peer_key_updates (%d)",
-							MyProcPid, (long long) sslr_deferred_termination_bytes,
-							sslr_max_peer_key_updates),
-					 errhidestmt(true), errhidecontext(true)));
-		else if (strcmp(sslr_deferred_termination, "tls12") == 0)
-			ereport(LOG_SERVER_ONLY,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("ssl_renegotiate: terminated connection of pid %d: its TLS 1.2 keys reached ssl_renegotiate.limit after %lld bytes received",
-							MyProcPid, (long long) sslr_deferred_termination_bytes),
-					 errdetail("ssl_renegotiate.tls12 is \"terminate\"."),
-					 errhidestmt(true), errhidecontext(true)));
-		else
-			ereport(LOG_SERVER_ONLY,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("ssl_renegotiate: terminated connection of pid %d: the client sent %lld bytes under one TLS key, more than ssl_renegotiate.hard_limit (%d kB)",
-							MyProcPid, (long long) sslr_deferred_termination_bytes,
-							sslr_hard_limit_kb),
-					 errhidestmt(true), errhidecontext(true)));
-	}
+	sslr_log_deferred_termination();
 	if (sslr_peer_refused_renegotiation)
 		ereport(LOG_SERVER_ONLY,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),

@@ -138,7 +138,7 @@ extern void sslr_rekey_start(Port *port);
 extern void sslr_rekey_policy_changed(void);
 extern void sslr_rekey_at_exit(void);
 extern void sslr_receive_attention(SSL *ssl);
-extern void sslr_key_rotated(SslrDirection dir, bool requested_by_peer);
+extern void sslr_key_rotated(SSL *ssl, SslrDirection dir);
 extern void sslr_renegotiation_message(int write_p, int msg_type);
 extern void sslr_alert(int write_p, int level, int description);
 
