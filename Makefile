@@ -39,7 +39,7 @@ include $(PGXS)
 # after the include: Makefile.global resets PROVE_FLAGS
 PROVE_FLAGS += -I $(srcdir)/t
 
-installcheck: installcheck-not-preloaded
+installcheck: lint installcheck-not-preloaded
 
 installcheck-not-preloaded:
 	$(pg_regress_installcheck) --temp-instance=./tmp_check_not_preloaded \
