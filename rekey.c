@@ -89,6 +89,15 @@ static uint64 sslr_window_options = SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_TICKET;
 /* Rekeys waiting to be logged at the next safe point. */
 #define SSLR_LOG_QUEUE 16
 
+/* Why a limit ends a connection. */
+typedef enum SslrEndReason
+{
+	SSLR_END_NONE,
+	SSLR_END_HARD_LIMIT,		/* ssl_renegotiate.hard_limit */
+	SSLR_END_TLS12,				/* ssl_renegotiate.tls12 = terminate */
+	SSLR_END_KEY_UPDATE_RUN		/* ssl_renegotiate.max_peer_key_updates */
+} SslrEndReason;
+
 typedef struct SslrRekeyLog
 {
 	SslrDirection dir;
@@ -143,7 +152,7 @@ static SslrRekeyLog sslr_log_queue[SSLR_LOG_QUEUE];
 static int	sslr_log_queued = 0;
 static int64 sslr_log_dropped = 0;
 static bool sslr_warn_pending = false;
-static const char *sslr_deferred_termination = NULL;
+static SslrEndReason sslr_deferred_termination = SSLR_END_NONE;
 static int64 sslr_deferred_termination_bytes = 0;
 static bool sslr_deferred_work = false;
 static bool sslr_userid_pending = false;
@@ -448,9 +457,9 @@ sslr_key_rotated(SSL *ssl, SslrDirection dir)
 			sslr_consecutive_peer_updates = 1;
 		if (sslr_max_peer_key_updates > 0 &&
 			sslr_consecutive_peer_updates > sslr_max_peer_key_updates &&
-			sslr_deferred_termination == NULL)
+			sslr_deferred_termination == SSLR_END_NONE)
 		{
-			sslr_deferred_termination = "max_peer_key_updates";
+			sslr_deferred_termination = SSLR_END_KEY_UPDATE_RUN;
 			sslr_deferred_termination_bytes = sslr_consecutive_peer_updates;
 			sslr_count_event(&stats->tally.terminations, 1);
 			sslr_end_connection(ssl);
@@ -725,12 +734,12 @@ sslr_renegotiate_now(bool may_block)
 
 /* End the connection from a safe point, with the reason. */
 static void
-sslr_terminate(SslrDirection dir, const char *setting)
+sslr_terminate(SslrDirection dir, SslrEndReason reason)
 {
 	int64		bytes = sslr_my_slot->stats.bytes_under_key[dir];
 
 	sslr_count_event(&sslr_my_slot->stats.tally.terminations, 1);
-	if (strcmp(setting, "tls12") == 0)
+	if (reason == SSLR_END_TLS12)
 		ereport(FATAL,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("terminating connection because its TLS 1.2 keys reached ssl_renegotiate.limit"),
@@ -750,11 +759,11 @@ sslr_terminate(SslrDirection dir, const char *setting)
  * ereport: decide, and defer what cannot be done here.
  */
 static void
-sslr_defer_termination(SSL *ssl, const char *setting)
+sslr_defer_termination(SSL *ssl, SslrEndReason reason)
 {
-	if (sslr_deferred_termination != NULL)
+	if (sslr_deferred_termination != SSLR_END_NONE)
 		return;
-	sslr_deferred_termination = setting;
+	sslr_deferred_termination = reason;
 	sslr_deferred_termination_bytes = sslr_my_slot->stats.bytes_under_key[SSLR_RECEIVED];
 	sslr_count_event(&sslr_my_slot->stats.tally.terminations, 1);
 	sslr_end_connection(ssl);
@@ -788,7 +797,7 @@ sslr_receive_attention(SSL *ssl)
 		sslr_check_interval();
 
 	if (hard > 0 && stats->bytes_under_key[SSLR_RECEIVED] > hard)
-		sslr_defer_termination(ssl, "hard_limit");
+		sslr_defer_termination(ssl, SSLR_END_HARD_LIMIT);
 	else if (sslr_may_rotate(SSLR_RECEIVED) && sslr_rotation_due(SSLR_RECEIVED))
 	{
 		if (sslr_tls13)
@@ -803,7 +812,7 @@ sslr_receive_attention(SSL *ssl)
 		else if (sslr_tls12_policy == SSLR_TLS12_WARN)
 			sslr_limit_skipped();
 		else
-			sslr_defer_termination(ssl, "tls12");
+			sslr_defer_termination(ssl, SSLR_END_TLS12);
 	}
 	sslr_recompute();
 }
@@ -906,7 +915,7 @@ sslr_send_point_slow(bool may_block)
 			sslr_check_interval();
 
 		if (hard > 0 && stats->bytes_under_key[SSLR_SENT] > hard)
-			sslr_terminate(SSLR_SENT, "hard_limit");
+			sslr_terminate(SSLR_SENT, SSLR_END_HARD_LIMIT);
 		else if (sslr_may_rotate(SSLR_SENT) && sslr_rotation_due(SSLR_SENT))
 		{
 			if (sslr_tls13)
@@ -916,7 +925,7 @@ sslr_send_point_slow(bool may_block)
 			else if (sslr_tls12_policy == SSLR_TLS12_WARN)
 				sslr_limit_skipped();
 			else
-				sslr_terminate(SSLR_SENT, "tls12");
+				sslr_terminate(SSLR_SENT, SSLR_END_TLS12);
 		}
 		if (sslr_deferred_work)
 			sslr_deferred();
@@ -1059,16 +1068,16 @@ sslr_rekey_start(Port *port)
 static void
 sslr_log_deferred_termination(void)
 {
-	if (sslr_deferred_termination == NULL)
+	if (sslr_deferred_termination == SSLR_END_NONE)
 		return;
-	if (strcmp(sslr_deferred_termination, "max_peer_key_updates") == 0)
+	if (sslr_deferred_termination == SSLR_END_KEY_UPDATE_RUN)
 		ereport(LOG_SERVER_ONLY,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("ssl_renegotiate: terminated connection of pid %d: the client sent %lld key updates in a row, more than ssl_renegotiate.max_peer_key_updates (%d)",
 						MyProcPid, (long long) sslr_deferred_termination_bytes,
 						sslr_max_peer_key_updates),
 				 errhidestmt(true), errhidecontext(true)));
-	else if (strcmp(sslr_deferred_termination, "tls12") == 0)
+	else if (sslr_deferred_termination == SSLR_END_TLS12)
 		ereport(LOG_SERVER_ONLY,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("ssl_renegotiate: terminated connection of pid %d: its TLS 1.2 keys reached ssl_renegotiate.limit after %lld bytes received",
@@ -1082,7 +1091,7 @@ sslr_log_deferred_termination(void)
 						MyProcPid, (long long) sslr_deferred_termination_bytes,
 						sslr_hard_limit_kb),
 				 errhidestmt(true), errhidecontext(true)));
-	sslr_deferred_termination = NULL;	/* said once */
+	sslr_deferred_termination = SSLR_END_NONE;	/* said once */
 }
 
 /* Exit of a backend ended before authentication (no slot, no detach). */
