@@ -20,7 +20,7 @@ set -euo pipefail
 SSLR_PACKAGES="postgresql-15 postgresql-server-dev-15 libssl-dev libkrb5-dev
 libipc-run-perl iproute2 make gcc openssl perl procps
 default-jre-headless default-jdk-headless libpostgresql-jdbc-java
-gnuplot-nox cppcheck clang-tidy"
+gnuplot-nox cppcheck clang-tidy valgrind"
 
 PG_BINDIR=/usr/lib/postgresql/15/bin
 PG_CONFIG=$PG_BINDIR/pg_config
