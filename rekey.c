@@ -22,14 +22,20 @@
  *	- TLS 1.2: a server-initiated renegotiation, if ssl_renegotiate.tls12
  *	  says so.  PostgreSQL sets SSL_OP_NO_RENEGOTIATION; it is cleared on
  *	  this one connection only while our own renegotiation is in flight, so
- *	  client-initiated renegotiation stays refused.  On the send side the
- *	  server drives the handshake itself (in COPY TO it would otherwise
- *	  never read the ClientHello).
+ *	  client-initiated renegotiation stays refused.  Session tickets are
+ *	  lifted with it, so renegotiations after the first are abbreviated.
+ *	  At blocking send points the server drives the handshake itself (in
+ *	  COPY TO it would otherwise never read the ClientHello) and finishes
+ *	  one in flight before it answers.
+ *	- Ending a connection from the inbound path: the TLS connection is
+ *	  marked as shut down by the peer (a flag), so OpenSSL processes nothing
+ *	  more and the read reports end of connection; the reason is logged at
+ *	  exit.
  *
  * Invariants:
  *	- No OpenSSL call from inside a record callback during a write; on the
  *	  read side only calls that set flags (SSL_key_update, SSL_renegotiate,
- *	  option bits).
+ *	  option bits, SSL_set_shutdown).
  *	- Nothing that can ereport(ERROR) or allocate inside a callback: what
  *	  needs logging or ending the connection there is deferred to the next
  *	  safe point, to interrupt processing, or to backend exit.
