@@ -12,18 +12,10 @@
 # scripts/setup.sh).  Takes a few minutes.
 set -euo pipefail
 
-PG_BINDIR=/usr/lib/postgresql/15/bin
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/valgrind_cluster.sh"
 
 if [ -z "${SSLR_INSN_INNER:-}" ]; then
-    [ "$(id -u)" -eq 0 ] || { echo "instructions.sh: run as root" >&2; exit 1; }
-    HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-    WORKDIR=$(bash "$HERE/../scripts/setup.sh" | tail -n 1)
-    exec runuser -u postgres -- env -C /tmp -u PGHOST -u PGPORT -u PGOPTIONS \
-        -u PGSSLMODE -u PGDATABASE -u PGUSER \
-        SSLR_INSN_INNER=1 PATH="$PG_BINDIR:$PATH" \
-        SSLR_INSN_MB="${SSLR_INSN_MB:-20}" \
-        SSLR_INSN_OUT="$WORKDIR/bench/results/instructions.txt" \
-        bash "$WORKDIR/bench/instructions.sh"
+    sslr_rerun_as_postgres bench/instructions.sh SSLR_INSN_INNER SSLR_INSN_MB="${SSLR_INSN_MB:-20}"
 fi
 
 MB=${SSLR_INSN_MB:-20}
@@ -35,36 +27,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
-    -keyout "$T/server.key" -out "$T/server.crt" 2>/dev/null
-chmod 600 "$T/server.key"
-initdb -D "$T/data" -A trust >/dev/null
-cat >>"$T/data/postgresql.conf" <<EOF
-listen_addresses = '127.0.0.1'
-port = $PORT
-unix_socket_directories = '$T'
-ssl = on
-ssl_cert_file = '$T/server.crt'
-ssl_key_file = '$T/server.key'
-fsync = off
-synchronous_commit = off
-autovacuum = off
-EOF
-
-# Load the data once, without valgrind.
-pg_ctl -D "$T/data" -l "$T/plain.log" -w start >/dev/null
-rows=$((MB * 1000 * 1000 / 120))
-psql -X -q -h "$T" -p $PORT -d postgres <<EOF
-CREATE TABLE t AS
-  SELECT g AS id, md5(g::text) AS a, (g * 1.37)::numeric(14,2) AS b,
-         timestamptz '2003-04-10' + g * interval '1 s' AS c, repeat('x', g % 17) AS d
-  FROM generate_series(1, $rows) g;
-CREATE TABLE t2 (LIKE t);
--- set hint bits now, or the first configuration measured pays for them
-VACUUM FREEZE t;
-\copy t to '$T/t.copy'
-EOF
-pg_ctl -D "$T/data" -w stop >/dev/null
+sslr_make_test_cluster
 
 # One configuration: server (with or without the library) under callgrind,
 # psql under callgrind, one COPY TO and one COPY FROM; prints
@@ -77,10 +40,7 @@ measure() {
     valgrind --tool=callgrind --trace-children=yes --collect-atstart=yes \
         --callgrind-out-file="$cg/server.%p" \
         postgres -D "$T/data" >"$T/server.log" 2>&1 &
-    for _ in $(seq 1 600); do
-        pg_isready -q -h "$T" -p $PORT && break
-        sleep 0.2
-    done
+    sslr_wait_ready
     psql -X -q -h "$T" -p $PORT -d postgres -c 'TRUNCATE t2' -c 'CHECKPOINT'
     local conn="host=127.0.0.1 port=$PORT dbname=postgres sslmode=require ssl_min_protocol_version=TLSv1.3 gssencmode=disable"
     [ -n "$options" ] && conn="$conn options='$options'"
@@ -129,4 +89,3 @@ done
                     x1, x1 / r1, x2, x2 / r2, x3, x3 / r3, x4, x4 / r4 }'
     done
 } | tee "$T/result.txt"
-cp "$T/result.txt" "${SSLR_INSN_OUT:-/dev/null}" 2>/dev/null || true

@@ -9,17 +9,10 @@
 # Run as root; needs valgrind (scripts/setup.sh installs it).  A few minutes.
 set -euo pipefail
 
-PG_BINDIR=/usr/lib/postgresql/15/bin
+. "$(dirname "${BASH_SOURCE[0]}")/valgrind_cluster.sh"
 
 if [ -z "${SSLR_MC_INNER:-}" ]; then
-    [ "$(id -u)" -eq 0 ] || { echo "instructions.sh: run as root" >&2; exit 1; }
-    HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-    WORKDIR=$(bash "$HERE/../scripts/setup.sh" | tail -n 1)
-    exec runuser -u postgres -- env -C /tmp -u PGHOST -u PGPORT -u PGOPTIONS \
-        -u PGSSLMODE -u PGDATABASE -u PGUSER \
-        SSLR_MC_INNER=1 PATH="$PG_BINDIR:$PATH" \
-        SSLR_MC_MB="${SSLR_MC_MB:-4}" \
-        bash "$WORKDIR/scripts/memcheck.sh"
+    sslr_rerun_as_postgres scripts/memcheck.sh SSLR_MC_INNER SSLR_MC_MB="${SSLR_MC_MB:-4}"
 fi
 
 MB=${SSLR_MC_MB:-4}
@@ -31,36 +24,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
-    -keyout "$T/server.key" -out "$T/server.crt" 2>/dev/null
-chmod 600 "$T/server.key"
-initdb -D "$T/data" -A trust >/dev/null
-cat >>"$T/data/postgresql.conf" <<EOF
-listen_addresses = '127.0.0.1'
-port = $PORT
-unix_socket_directories = '$T'
-ssl = on
-ssl_cert_file = '$T/server.crt'
-ssl_key_file = '$T/server.key'
-fsync = off
-synchronous_commit = off
-autovacuum = off
-EOF
-
-# Load the data once, without valgrind.
-pg_ctl -D "$T/data" -l "$T/plain.log" -w start >/dev/null
-rows=$((MB * 1000 * 1000 / 120))
-psql -X -q -h "$T" -p $PORT -d postgres <<EOF
-CREATE TABLE t AS
-  SELECT g AS id, md5(g::text) AS a, (g * 1.37)::numeric(14,2) AS b,
-         timestamptz '2003-04-10' + g * interval '1 s' AS c, repeat('x', g % 17) AS d
-  FROM generate_series(1, $rows) g;
-CREATE TABLE t2 (LIKE t);
--- set hint bits now, or the first configuration measured pays for them
-VACUUM FREEZE t;
-\copy t to '$T/t.copy'
-EOF
-pg_ctl -D "$T/data" -w stop >/dev/null
+sslr_make_test_cluster
 
 echo "shared_preload_libraries = 'ssl_renegotiate'" >>"$T/data/postgresql.conf"
 echo "ssl_renegotiate.tls12 = 'renegotiate'" >>"$T/data/postgresql.conf"
@@ -68,10 +32,7 @@ mkdir "$T/vg"
 valgrind --tool=memcheck --trace-children=yes --error-limit=no \
     --num-callers=30 --log-file="$T/vg/mc.%p" \
     postgres -D "$T/data" >"$T/server.log" 2>&1 &
-for _ in $(seq 1 600); do
-    pg_isready -q -h "$T" -p $PORT && break
-    sleep 0.2
-done
+sslr_wait_ready
 psql -X -q -h "$T" -p $PORT -d postgres -c 'CREATE EXTENSION ssl_renegotiate'
 
 for tls in TLSv1.3 TLSv1.2; do

@@ -1,0 +1,63 @@
+# valgrind_cluster.sh -- shared by scripts/memcheck.sh and
+# bench/instructions.sh, which run a throw-away server under valgrind.
+# Source it; it defines functions only.
+
+PG_BINDIR=/usr/lib/postgresql/15/bin
+
+# As root: install (scripts/setup.sh), then run the calling script again as
+# postgres from the postgres-owned work dir, with INNER_VAR set and the
+# given VAR=value pairs in its environment.  Does not return.
+sslr_rerun_as_postgres() {
+    local script_in_tree=$1 inner_var=$2
+    shift 2
+    [ "$(id -u)" -eq 0 ] || { echo "$script_in_tree: run as root" >&2; exit 1; }
+    local workdir
+    workdir=$(bash "$(dirname "${BASH_SOURCE[0]}")/setup.sh" | tail -n 1)
+    exec runuser -u postgres -- env -C /tmp -u PGHOST -u PGPORT -u PGOPTIONS \
+        -u PGSSLMODE -u PGDATABASE -u PGUSER \
+        "$inner_var=1" PATH="$PG_BINDIR:$PATH" WORKDIR="$workdir" "$@" \
+        bash "$workdir/$script_in_tree"
+}
+
+# As postgres: a TLS-enabled data directory in $T/data listening on
+# 127.0.0.1:$PORT (socket in $T), with tables t (about $MB MB of COPY text,
+# frozen so that no later run pays for hint bits) and t2 (empty, same
+# shape), and $T/t.copy.  The server is left stopped.
+sslr_make_test_cluster() {
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+        -keyout "$T/server.key" -out "$T/server.crt" 2>/dev/null
+    chmod 600 "$T/server.key"
+    initdb -D "$T/data" -A trust >/dev/null
+    cat >>"$T/data/postgresql.conf" <<EOC
+listen_addresses = '127.0.0.1'
+port = $PORT
+unix_socket_directories = '$T'
+ssl = on
+ssl_cert_file = '$T/server.crt'
+ssl_key_file = '$T/server.key'
+fsync = off
+synchronous_commit = off
+autovacuum = off
+EOC
+    pg_ctl -D "$T/data" -l "$T/plain.log" -w start >/dev/null
+    psql -X -q -h "$T" -p "$PORT" -d postgres <<EOC
+CREATE TABLE t AS
+  SELECT g AS id, md5(g::text) AS a, (g * 1.37)::numeric(14,2) AS b,
+         timestamptz '2003-04-10' + g * interval '1 s' AS c, repeat('x', g % 17) AS d
+  FROM generate_series(1, $((MB * 1000 * 1000 / 120))) g;
+CREATE TABLE t2 (LIKE t);
+VACUUM FREEZE t;
+\copy t to '$T/t.copy'
+EOC
+    pg_ctl -D "$T/data" -w stop >/dev/null
+}
+
+# Wait until the server of $T answers (under valgrind it takes a while).
+sslr_wait_ready() {
+    for _ in $(seq 1 600); do
+        pg_isready -q -h "$T" -p "$PORT" && return 0
+        sleep 0.2
+    done
+    echo "server did not start" >&2
+    return 1
+}
