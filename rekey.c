@@ -966,12 +966,6 @@ sslr_send_point(bool may_block)
 		sslr_check_interval();
 }
 
-static void
-sslr_comm_reset(void)
-{
-	sslr_prev_comm->comm_reset();
-}
-
 static int
 sslr_comm_flush(void)
 {
@@ -984,12 +978,6 @@ sslr_comm_flush_if_writable(void)
 {
 	sslr_send_point(false);
 	return sslr_prev_comm->flush_if_writable();
-}
-
-static bool
-sslr_comm_is_send_pending(void)
-{
-	return sslr_prev_comm->is_send_pending();
 }
 
 static int
@@ -1054,10 +1042,9 @@ sslr_rekey_start(Port *port)
 		sslr_set_session_id_context(port->ssl);
 
 	sslr_prev_comm = PqCommMethods;
-	sslr_comm.comm_reset = sslr_comm_reset;
+	sslr_comm = *PqCommMethods;	/* what sends nothing stays as it was */
 	sslr_comm.flush = sslr_comm_flush;
 	sslr_comm.flush_if_writable = sslr_comm_flush_if_writable;
-	sslr_comm.is_send_pending = sslr_comm_is_send_pending;
 	sslr_comm.putmessage = sslr_comm_putmessage;
 	sslr_comm.putmessage_noblock = sslr_comm_putmessage_noblock;
 	PqCommMethods = &sslr_comm;
