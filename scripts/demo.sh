@@ -72,23 +72,8 @@ trap 'exit 143' TERM
 # ----------------------------------------------------------- certificates
 heading "Throw-away CA and server certificate (CN=localhost, SAN localhost + 127.0.0.1)"
 C=$T/certs
-mkdir -m 700 "$C"
-{
-    openssl req -x509 -new -nodes -newkey rsa:2048 -days 2 \
-        -keyout "$C/ca.key" -out "$C/ca.crt" -subj "/CN=ssl_renegotiate demo CA" \
-        -addext "basicConstraints=critical,CA:TRUE" \
-        -addext "keyUsage=critical,keyCertSign,cRLSign" &&
-    openssl req -new -nodes -newkey rsa:2048 \
-        -keyout "$C/server.key" -out "$C/server.csr" -subj "/CN=localhost" &&
-    printf '%s\n' "basicConstraints = CA:FALSE" \
-        "keyUsage = critical, digitalSignature, keyEncipherment" \
-        "extendedKeyUsage = serverAuth" \
-        "subjectAltName = DNS:localhost, IP:127.0.0.1" > "$C/server.ext" &&
-    openssl x509 -req -in "$C/server.csr" -CA "$C/ca.crt" -CAkey "$C/ca.key" \
-        -set_serial "0x$(openssl rand -hex 8)" -days 2 \
-        -extfile "$C/server.ext" -out "$C/server.crt"
-} >"$T/openssl.log" 2>&1 || { cat "$T/openssl.log" >&2; exit 1; }
-chmod 600 "$C"/*.key
+bash "$(dirname "${BASH_SOURCE[0]}")/make_certs.sh" "$C" "ssl_renegotiate demo CA" >"$T/openssl.log" 2>&1 ||
+    { cat "$T/openssl.log" >&2; exit 1; }
 openssl x509 -in "$C/server.crt" -noout -subject -issuer -ext subjectAltName | sed 's/^/    /'
 
 # ------------------------------------------------------------------ port
