@@ -966,9 +966,26 @@ sslr_send_point(bool may_block)
 		sslr_check_interval();
 }
 
+/*
+ * Once a send has failed, PostgreSQL marks the connection lost but may
+ * still try to send the error about it.  OpenSSL keeps the failed record
+ * pending and rejects a retry with a shorter buffer ("SSL error: bad
+ * length"), so a lost connection gets no more writes.  The peer is gone:
+ * nothing it could read is lost.  This matters to us because a client
+ * killed with our KeyUpdate request unread answers with a RST, which makes
+ * the first write fail instead of the second.
+ */
+static inline bool
+sslr_connection_lost(void)
+{
+	return unlikely(ClientConnectionLost);
+}
+
 static int
 sslr_comm_flush(void)
 {
+	if (sslr_connection_lost())
+		return EOF;
 	sslr_send_point(true);
 	return sslr_prev_comm->flush();
 }
@@ -976,6 +993,8 @@ sslr_comm_flush(void)
 static int
 sslr_comm_flush_if_writable(void)
 {
+	if (sslr_connection_lost())
+		return EOF;
 	sslr_send_point(false);
 	return sslr_prev_comm->flush_if_writable();
 }
@@ -983,6 +1002,8 @@ sslr_comm_flush_if_writable(void)
 static int
 sslr_comm_putmessage(char msgtype, const char *s, size_t len)
 {
+	if (sslr_connection_lost())
+		return EOF;
 	sslr_send_point(true);
 	return sslr_prev_comm->putmessage(msgtype, s, len);
 }
@@ -990,6 +1011,8 @@ sslr_comm_putmessage(char msgtype, const char *s, size_t len)
 static void
 sslr_comm_putmessage_noblock(char msgtype, const char *s, size_t len)
 {
+	if (sslr_connection_lost())
+		return;
 	sslr_send_point(false);
 	sslr_prev_comm->putmessage_noblock(msgtype, s, len);
 }
