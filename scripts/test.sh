@@ -14,10 +14,11 @@
 # Counting: pg_regress counts tests (one per sql/ file): "All N tests
 # passed." / "F of M tests failed." (summed over all pg_regress runs).
 # From prove we count *assertions*: passed = Tests=M minus failed
-# assertions; failed = for each test file in prove's "Test Summary Report"
-# its "Failed: F" count, but at least 1 (a file that died, bailed out, had a
-# bad plan or a non-zero exit reports Failed: 0 although it failed).  If
-# make failed and nothing was counted as failed, 1 failure is reported.
+# assertions; failed = for each test file that failed in prove's "Test
+# Summary Report" its "Failed: F" count, but at least 1 (a file that died,
+# bailed out, had a bad plan or a non-zero exit reports Failed: 0 although it
+# failed; a file listed there only for a passing TODO test did not fail).
+# If make failed and nothing was counted as failed, 1 failure is reported.
 # The exit status is non-zero whenever make failed, whatever was parsed.
 set -euo pipefail
 
@@ -83,15 +84,36 @@ while read -r a b c k; do
 done < <(grep -Eo 'All [0-9]+ tests passed|[0-9]+ of [0-9]+ tests (passed|failed)(, [0-9]+ of these failures ignored)?' "$LOG" |
          sed -E 's/^All ([0-9]+) .*/All \1 x/
                  s/^([0-9]+) of ([0-9]+) tests (passed|failed)(, ([0-9]+) of these.*)?$/\1 \2 \3 \5/')
-# prove
+# prove: its "Test Summary Report" lists a file that failed -- and also one
+# that only had a TODO test pass, which is no failure.  One line per file that
+# failed: "NAME FAILED_ASSERTIONS", where a file that died, had a bad plan or
+# a non-zero exit status counts as at least one failure.
+tap_failures() {
+    awk '
+        function flush() { if (name != "" && (nfail > 0 || broken)) print name, nfail; name = "" }
+        /^Test Summary Report/ { insum = 1; next }
+        /^Files=[0-9]+, Tests=/ { flush(); insum = 0 }
+        !insum { next }
+        /^t\/[^ ]+\.pl +\(Wstat: / {
+            flush()
+            name = $1; sub(/^t\//, "", name); sub(/\.pl$/, "", name)
+            w = $0; sub(/^.*Wstat: /, "", w); sub(/ .*$/, "", w)
+            nfail = $0; sub(/^.*Failed: /, "", nfail); sub(/\).*$/, "", nfail); nfail += 0
+            broken = (w != "0")
+            next
+        }
+        /^ +(Parse errors|Non-zero exit status|Non-zero wait status)/ { broken = 1 }
+        END { flush() }
+    ' "$LOG"
+}
 if m=$(grep -Eo 'Files=[0-9]+, Tests=[0-9]+' "$LOG" | tail -n 1) && [ -n "$m" ]; then
     tests=${m##*Tests=}
     fa=0    # failed assertions
     ff=0    # failures reported (>= 1 per failed file)
-    while read -r n; do
+    while read -r _ n; do
         fa=$((fa + n))
         ff=$((ff + (n > 0 ? n : 1)))
-    done < <(sed -nE 's/^.*\(Wstat: .*Tests: [0-9]+ Failed: ([0-9]+)\).*$/\1/p' "$LOG")
+    done < <(tap_failures)
     passed=$((passed + tests - fa))
     failed=$((failed + ff))
 fi
@@ -108,12 +130,23 @@ if [ "$rc" -ne 0 ] || [ "$failed" -ne 0 ]; then
         echo
     done < <(find "$WORKDIR" -name regression.diffs -print0 2>/dev/null)
     # TAP test files prove listed as failed: "t/NAME.pl (Wstat: ..."
-    mapfile -t failed_tap < <(sed -nE 's|^t/([^ /]+)\.pl +\(Wstat: .*$|\1|p' "$LOG")
+    mapfile -t failed_tap < <(tap_failures | cut -d' ' -f1)
     if [ ${#failed_tap[@]} -gt 0 ]; then
         for n in "${failed_tap[@]}"; do show_logs "$n"; done
     else
         show_logs
     fi
+fi
+
+# CI shows only the tail of this output: repeat what failed right above the
+# last line, after the (long) logs.
+if [ "$rc" -ne 0 ] || [ "$failed" -ne 0 ]; then
+    echo
+    echo "=== summary of the failures ==="
+    sed -n '/^Test Summary Report/,/^Result:/p' "$LOG"
+    grep -E '^(not ok|# +Failed test|Dubious|No plan found|Bailout|make(\[[0-9]+\])?: \*\*\*)|tests? failed' "$LOG" || true
+    find "$WORKDIR" -maxdepth 3 -type f -name 'regress_log_*' -print0 2>/dev/null |
+        xargs -0 -r grep -HE '(not ok [0-9]+|# +Failed test|died|Dubious)' 2>/dev/null | tail -n 40 || true
 fi
 
 echo
