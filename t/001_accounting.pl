@@ -83,36 +83,14 @@ sub settled_row
 	return ($row, @k);
 }
 
-# SslrTest::kernel_tls_counts(), but settled on "everything sent was
-# acknowledged" correctly when the connection saw a retransmission:
-# tcp_info's bytes_sent counts retransmitted bytes again (bytes_retrans), so
-# after one (it happens on loopback under load: BBR, a DSACKed spurious
-# retransmission) bytes_sent never again equals bytes_acked, and
-# kernel_counts() spends its whole retry budget -- 200 runs of ss, which
-# took 45 s on a loaded machine -- before returning the right numbers.
-# Send-Q == 0 alone already means that nothing is unacknowledged.
+# SslrTest::kernel_tls_counts(), noting what the kernel said.
 sub settled_kernel_tls_counts
 {
 	my ($node, $pid) = @_;
-	my $deadline = time() + 10;
-	my $i;
-	while (1)
-	{
-		$i = kernel_socket_info($node, $pid);
-		return () unless defined $i;
-		my $retrans = $i->{raw} =~ /\bbytes_retrans:(\d+)/ ? $1 : 0;
-		last
-		  if $i->{send_q} == 0
-		  && (!defined $i->{bytes_sent}
-			|| $i->{bytes_sent} - $retrans == $i->{bytes_acked});
-		last if time() > $deadline;
-		usleep(50_000);
-	}
-	note "kernel, backend $pid: received $i->{bytes_received}, acked $i->{bytes_acked}"
-	  . ($i->{raw} =~ /\b(bytes_retrans:\d+)/ ? ", $1" : '');
-	return (
-		$i->{bytes_received} - SSL_REQUEST_CLIENT_BYTES,
-		$i->{bytes_acked} - SSL_REQUEST_SERVER_BYTES);
+	my ($rcv, $acked, undef, $retrans) = kernel_counts($node, $pid);
+	return () unless defined $rcv;
+	note "kernel, backend $pid: received $rcv, acked $acked, retransmitted $retrans";
+	return ($rcv - SSL_REQUEST_CLIENT_BYTES, $acked - SSL_REQUEST_SERVER_BYTES);
 }
 
 # Compare a row with the kernel: the core assertion of this file.

@@ -351,8 +351,9 @@ backend process C<$pid> with
 
 and returns a hashref of what the kernel's tcp_info says about it:
 C<recv_q>, C<send_q>, C<local>, C<peer>, C<bytes_received>,
-C<bytes_acked>, C<bytes_sent> (each undef if ss did not print it), plus
-C<raw> (the text).  Returns undef when no such socket exists.  ss can see
+C<bytes_acked>, C<bytes_sent> (each undef if ss did not print it),
+C<bytes_retrans> (0 if ss did not print it: bytes sent again, which
+C<bytes_sent> counts twice), plus C<raw> (the text).  Returns undef when no such socket exists.  ss can see
 the owning process only for processes of the same user (tests run as the
 server's OS user, so that holds) or as root.
 
@@ -397,6 +398,7 @@ sub kernel_socket_info
 		# ss omits counters that are still zero
 		$i{bytes_received} //= 0;
 		$i{bytes_acked}    //= 0;
+		$i{bytes_retrans} = $s =~ /\bbytes_retrans:(\d+)/ ? $1 : 0;
 		return \%i;
 	}
 	return undef;
@@ -406,7 +408,7 @@ sub kernel_socket_info
 
 =item kernel_counts($node, $pid)
 
-Returns (bytes_received, bytes_acked, bytes_sent) for the server-side TCP
+Returns (bytes_received, bytes_acked, bytes_sent, bytes_retrans) for the server-side TCP
 socket of backend C<$pid>, i.e. what C<ss -tin> prints.  First waits (up to
 about 10 seconds) until everything the backend sent has been acknowledged
 (Send-Q is 0 and bytes_acked == bytes_sent less retransmissions) so that
@@ -425,17 +427,16 @@ sub kernel_counts
 	{
 		$i = kernel_socket_info($node, $pid);
 		return () unless defined $i;
-		# bytes_sent counts retransmitted bytes again (bytes_retrans):
-		# after one (loopback under load does that) it never equals
-		# bytes_acked, so discount them.
-		my $retrans = $i->{raw} =~ /\bbytes_retrans:(\d+)/ ? $1 : 0;
+		# bytes_sent counts retransmitted bytes again: after one
+		# (loopback under load does that) it never equals bytes_acked.
 		last
 		  if $i->{send_q} == 0
 		  && (!defined $i->{bytes_sent}
-			|| $i->{bytes_sent} - $retrans == $i->{bytes_acked});
+			|| $i->{bytes_sent} - $i->{bytes_retrans} == $i->{bytes_acked});
 		usleep(50_000);
 	}
-	return ($i->{bytes_received}, $i->{bytes_acked}, $i->{bytes_sent});
+	return ($i->{bytes_received}, $i->{bytes_acked}, $i->{bytes_sent},
+		$i->{bytes_retrans});
 }
 
 =pod
