@@ -44,39 +44,25 @@
 #   sudo SSLR_CHURN_CONNECTIONS=200 SSLR_MANY_SESSIONS=50 bench/reliability.sh
 set -euo pipefail
 
-PG_BINDIR=/usr/lib/postgresql/15/bin
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
 
 # ===================================================================== root
 if [ -z "${SSLR_RELIABILITY_INNER:-}" ]; then
-    [ "$(id -u)" -eq 0 ] || { echo "reliability.sh: run as root (it installs packages and the extension)" >&2; exit 1; }
-    REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    sslr_require_root reliability.sh
     echo "=== Setup: packages, build and install of ssl_renegotiate ===" >&2
-    WORKDIR=$(SSLR_WORKDIR="${SSLR_WORKDIR:-/tmp/ssl_renegotiate-reliability}" bash "$REPO/scripts/setup.sh" | tail -n 1)
-    [ -f "$WORKDIR/bench/reliability.sh" ] || { echo "reliability.sh: $WORKDIR/bench/reliability.sh missing" >&2; exit 1; }
+    WORKDIR=$(sslr_setup "${SSLR_WORKDIR:-/tmp/ssl_renegotiate-reliability}")
     OUTDIR=$WORKDIR/bench/reliability.out
-    rm -rf "$OUTDIR"
-    mkdir -p "$OUTDIR"
-    chown postgres:postgres "$OUTDIR"
-    REV=$(git -c safe.directory='*' -C "$REPO" describe --always --dirty 2>/dev/null || echo unknown)
+    sslr_results_dir "$OUTDIR"
     rc=0
-    # The rest runs as postgres, in the postgres-owned copy of the tree,
-    # with no libpq settings inherited from root's environment.
-    runuser -u postgres -- env -C "$WORKDIR" \
-        -u PGHOST -u PGHOSTADDR -u PGPORT -u PGDATABASE -u PGUSER -u PGSERVICE \
-        -u PGSSLMODE -u PGOPTIONS -u PGDATA -u PGPASSWORD -u PGSSLMINPROTOCOLVERSION \
-        -u PGSSLMAXPROTOCOLVERSION -u PGGSSENCMODE -u PGAPPNAME \
-        SSLR_RELIABILITY_INNER=1 SSLR_RELIABILITY_OUT="$OUTDIR" SSLR_RELIABILITY_REV="$REV" \
-        PATH="$PG_BINDIR:$PATH" \
+    # The rest runs as postgres, in the postgres-owned copy of the tree.
+    sslr_as_postgres "$WORKDIR" \
+        SSLR_RELIABILITY_INNER=1 SSLR_RELIABILITY_OUT="$OUTDIR" SSLR_RELIABILITY_REV="$(sslr_revision)" \
         SSLR_CHURN_CONNECTIONS="${SSLR_CHURN_CONNECTIONS:-20000}" \
         SSLR_MANY_SESSIONS="${SSLR_MANY_SESSIONS:-500}" \
         SSLR_MANY_TX="${SSLR_MANY_TX:-20}" \
         SSLR_RELIABILITY_TESTS="${SSLR_RELIABILITY_TESTS:-040_churn 041_many_sessions}" \
         bash "$WORKDIR/bench/reliability.sh" || rc=$?
-    if compgen -G "$OUTDIR/*" >/dev/null; then
-        mkdir -p "$REPO/bench/results"
-        cp "$OUTDIR"/* "$REPO/bench/results/"
-        echo "=== results copied to $REPO/bench/results/: $(cd "$OUTDIR" && echo *) ===" >&2
-    fi
+    sslr_collect_results "$OUTDIR"
     exit "$rc"
 fi
 

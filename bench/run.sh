@@ -66,27 +66,18 @@
 #   sudo SSLR_BENCH_MB=20 SSLR_BENCH_ROUNDS=1 SSLR_BENCH_PGBENCH_SECONDS=2 bench/run.sh
 set -euo pipefail
 
-PG_BINDIR=/usr/lib/postgresql/15/bin
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
 
 # ===================================================================== root
 if [ -z "${SSLR_BENCH_INNER:-}" ]; then
-    [ "$(id -u)" -eq 0 ] || { echo "run.sh: run as root (it installs packages and the extension)" >&2; exit 1; }
-    REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    sslr_require_root run.sh
     echo "=== Setup: packages, build and install of ssl_renegotiate ===" >&2
-    WORKDIR=$(SSLR_WORKDIR="${SSLR_WORKDIR:-/tmp/ssl_renegotiate-bench}" bash "$REPO/scripts/setup.sh" | tail -n 1)
-    [ -f "$WORKDIR/bench/run.sh" ] || { echo "run.sh: $WORKDIR/bench/run.sh missing" >&2; exit 1; }
+    WORKDIR=$(sslr_setup "${SSLR_WORKDIR:-/tmp/ssl_renegotiate-bench}")
     OUTDIR=$WORKDIR/bench/results.out
-    rm -rf "$OUTDIR"
-    mkdir -p "$OUTDIR"
-    chown postgres:postgres "$OUTDIR"
-    # what was measured: the commit, and whether the work tree had changes
-    REV=$(git -c safe.directory='*' -C "$REPO" describe --always --dirty 2>/dev/null || echo unknown)
+    sslr_results_dir "$OUTDIR"
     rc=0
-    runuser -u postgres -- env -C /tmp \
-        -u PGHOST -u PGHOSTADDR -u PGPORT -u PGDATABASE -u PGUSER -u PGSERVICE \
-        -u PGSSLMODE -u PGOPTIONS -u PGDATA -u PGPASSWORD -u PGSSLMINPROTOCOLVERSION \
-        -u PGSSLMAXPROTOCOLVERSION -u PGGSSENCMODE -u PGAPPNAME \
-        SSLR_BENCH_INNER=1 SSLR_BENCH_OUT="$OUTDIR" SSLR_BENCH_REV="$REV" PATH="$PG_BINDIR:$PATH" \
+    sslr_as_postgres /tmp \
+        SSLR_BENCH_INNER=1 SSLR_BENCH_OUT="$OUTDIR" SSLR_BENCH_REV="$(sslr_revision)" \
         SSLR_BENCH_MB="${SSLR_BENCH_MB:-200}" SSLR_BENCH_ROUNDS="${SSLR_BENCH_ROUNDS:-5}" \
         SSLR_BENCH_PGBENCH_SECONDS="${SSLR_BENCH_PGBENCH_SECONDS:-6}" SSLR_BENCH_BUDGET="${SSLR_BENCH_BUDGET:-840}" \
         SSLR_BENCH_PGBENCH_CLIENTS="${SSLR_BENCH_PGBENCH_CLIENTS:-2}" \
@@ -94,11 +85,7 @@ if [ -z "${SSLR_BENCH_INNER:-}" ]; then
         SSLR_BENCH_CONFIGS="${SSLR_BENCH_CONFIGS:-}" SSLR_BENCH_NO_PGBENCH="${SSLR_BENCH_NO_PGBENCH:-}" \
         SSLR_BENCH_SSL_CA="${SSLR_BENCH_SSL_CA:-}" SSLR_BENCH_PIN="${SSLR_BENCH_PIN:-1}" \
         bash "$WORKDIR/bench/run.sh" || rc=$?
-    if compgen -G "$OUTDIR/*" >/dev/null; then
-        mkdir -p "$REPO/bench/results"
-        cp "$OUTDIR"/* "$REPO/bench/results/"
-        echo "=== results copied to $REPO/bench/results/: $(cd "$OUTDIR" && echo *) ===" >&2
-    fi
+    sslr_collect_results "$OUTDIR"
     exit "$rc"
 fi
 

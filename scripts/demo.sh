@@ -20,22 +20,18 @@
 # The server is stopped and the directory removed on exit, also on failure.
 set -euo pipefail
 
-PG_BINDIR=/usr/lib/postgresql/15/bin
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # ===================================================================== root
 if [ -z "${SSLR_DEMO_INNER:-}" ]; then
-    [ "$(id -u)" -eq 0 ] || { echo "demo.sh: run as root (it installs packages and the extension)" >&2; exit 1; }
-    HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+    sslr_require_root demo.sh
     echo "=== Setup: packages, build and install of ssl_renegotiate ==="
-    WORKDIR=$(bash "$HERE/setup.sh" | tail -n 1)
-    [ -f "$WORKDIR/scripts/demo.sh" ] || { echo "demo.sh: $WORKDIR/scripts/demo.sh missing" >&2; exit 1; }
+    WORKDIR=$(sslr_setup)
     # The rest runs as postgres, from the postgres-owned copy of the tree.
-    exec runuser -u postgres -- env -C /tmp \
-        -u PGHOST -u PGHOSTADDR -u PGPORT -u PGDATABASE -u PGUSER -u PGSERVICE \
-        -u PGSSLMODE -u PGOPTIONS -u PGDATA -u PGPASSWORD \
-        SSLR_DEMO_INNER=1 PATH="$PG_BINDIR:$PATH" \
+    sslr_as_postgres /tmp SSLR_DEMO_INNER=1 \
         SSLR_DEMO_ROWS="${SSLR_DEMO_ROWS:-600000}" SSLR_DEMO_PORT="${SSLR_DEMO_PORT:-}" \
         bash "$WORKDIR/scripts/demo.sh"
+    exit 0
 fi
 
 # ================================================================ postgres

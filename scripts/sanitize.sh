@@ -18,20 +18,19 @@
 # are looked for with valgrind instead (bench/memcheck.sh).
 set -euo pipefail
 
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-PG_BINDIR=/usr/lib/postgresql/15/bin
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 PG_CONFIG=$PG_BINDIR/pg_config
 PERL_TEST=/usr/lib/postgresql/15/lib/pgxs/src/test/perl
 PG_REGRESS_BIN=/usr/lib/postgresql/15/lib/pgxs/src/test/regress/pg_regress
 
-[ "$(id -u)" -eq 0 ] || { echo "sanitize.sh: run as root" >&2; exit 1; }
+sslr_require_root sanitize.sh
 
-WORKDIR=$(bash "$HERE/setup.sh" | tail -n 1)
+WORKDIR=$(sslr_setup)
 REPORTS=$(mktemp -d /tmp/ssl_renegotiate-sanitizer.XXXXXX)
 chown postgres "$REPORTS"
 
 as_postgres() {
-    runuser -u postgres -- env -C "$WORKDIR" PATH="$PG_BINDIR:$PATH" "$@"
+    sslr_as_postgres "$WORKDIR" "$@"
 }
 
 reinstall_normal() {

@@ -22,31 +22,24 @@
 # The exit status is non-zero whenever make failed, whatever was parsed.
 set -euo pipefail
 
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-PG_BINDIR=/usr/lib/postgresql/15/bin
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 PG_CONFIG=$PG_BINDIR/pg_config
 
-[ "$(id -u)" -eq 0 ] || { echo "test.sh: must be run as root" >&2; exit 1; }
+sslr_require_root test.sh
 
 echo "=== setup (packages, build, install) ==="
-if ! setup_out=$(bash "$HERE/setup.sh"); then
+if ! WORKDIR=$(sslr_setup); then
     echo "test.sh: setup.sh failed" >&2
     echo "0 passed, 1 failed"
     exit 1
 fi
-WORKDIR=$(printf '%s\n' "$setup_out" | tail -n 1)
-[ -d "$WORKDIR" ] || { echo "test.sh: bad work dir '$WORKDIR'" >&2; echo "0 passed, 1 failed"; exit 1; }
 
 LOG=$(mktemp /tmp/ssl_renegotiate-installcheck.XXXXXX)
 trap 'rm -f "$LOG"' EXIT
 
 echo "=== make installcheck in $WORKDIR (as postgres) ==="
 set +e
-runuser -u postgres -- env -C "$WORKDIR" \
-    -u PGHOST -u PGHOSTADDR -u PGPORT -u PGDATABASE -u PGUSER -u PGSERVICE \
-    -u PGSSLMODE -u PGOPTIONS -u PGDATA \
-    PATH="$PG_BINDIR:$PATH" \
-    make USE_PGXS=1 PG_CONFIG="$PG_CONFIG" installcheck 2>&1 | tee "$LOG"
+sslr_as_postgres "$WORKDIR" make USE_PGXS=1 PG_CONFIG="$PG_CONFIG" installcheck 2>&1 | tee "$LOG"
 rc=${PIPESTATUS[0]}
 set -e
 

@@ -2,21 +2,19 @@
 # bench/instructions.sh, which run a throw-away server under valgrind.
 # Source it; it defines functions only.
 
-PG_BINDIR=/usr/lib/postgresql/15/bin
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # As root: install (scripts/setup.sh), then run the calling script again as
 # postgres from the postgres-owned work dir, with INNER_VAR set and the
 # given VAR=value pairs in its environment.  Does not return.
 sslr_rerun_as_postgres() {
-    local script_in_tree=$1 inner_var=$2
+    local script_in_tree=$1 inner_var=$2 workdir
     shift 2
-    [ "$(id -u)" -eq 0 ] || { echo "$script_in_tree: run as root" >&2; exit 1; }
-    local workdir
-    workdir=$(bash "$(dirname "${BASH_SOURCE[0]}")/setup.sh" | tail -n 1)
-    exec runuser -u postgres -- env -C /tmp -u PGHOST -u PGPORT -u PGOPTIONS \
-        -u PGSSLMODE -u PGDATABASE -u PGUSER \
-        "$inner_var=1" PATH="$PG_BINDIR:$PATH" WORKDIR="$workdir" "$@" \
+    sslr_require_root "$script_in_tree"
+    workdir=$(sslr_setup)
+    sslr_as_postgres /tmp "$inner_var=1" WORKDIR="$workdir" "$@" \
         bash "$workdir/$script_in_tree"
+    exit
 }
 
 # As postgres: a TLS-enabled data directory in $T/data listening on

@@ -1,0 +1,60 @@
+# common.sh -- what the root-run scripts share (test.sh, demo.sh,
+# sanitize.sh, bench/*.sh).  Each of them starts as root, runs setup.sh
+# (packages, build, install), then hands over to user postgres, because
+# initdb and pg_ctl refuse root.  Source it; it defines functions only.
+
+PG_BINDIR=/usr/lib/postgresql/15/bin
+SSLR_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# Stop unless running as root.
+sslr_require_root() {
+    local script=$1
+    [ "$(id -u)" -eq 0 ] ||
+        { echo "$script: run as root (it installs packages and the extension)" >&2; exit 1; }
+}
+
+# Run scripts/setup.sh and print the postgres-owned work directory it
+# built and installed from ($1, if given, instead of setup.sh's default).
+sslr_setup() {
+    local out workdir
+    out=$(SSLR_WORKDIR="${1:-${SSLR_WORKDIR:-}}" bash "$SSLR_REPO/scripts/setup.sh") ||
+        { echo "setup.sh failed" >&2; return 1; }
+    workdir=$(printf '%s\n' "$out" | tail -n 1)
+    [ -d "$workdir" ] || { echo "setup.sh gave no work directory ('$workdir')" >&2; return 1; }
+    printf '%s\n' "$workdir"
+}
+
+# Run a command as postgres in directory $1, with PostgreSQL 15's binaries
+# first in PATH and none of root's libpq settings (a PGHOST or PGSSLMODE
+# there must not point the scripts' clients at another server).  Arguments
+# after the directory are env(1)'s: VAR=value pairs, then the command.
+sslr_as_postgres() {
+    local dir=$1
+    shift
+    runuser -u postgres -- env -C "$dir" \
+        -u PGHOST -u PGHOSTADDR -u PGPORT -u PGDATABASE -u PGUSER -u PGSERVICE \
+        -u PGSSLMODE -u PGOPTIONS -u PGDATA -u PGPASSWORD -u PGSSLMINPROTOCOLVERSION \
+        -u PGSSLMAXPROTOCOLVERSION -u PGGSSENCMODE -u PGAPPNAME \
+        PATH="$PG_BINDIR:$PATH" "$@"
+}
+
+# An empty directory $1 that postgres may write results into.
+sslr_results_dir() {
+    rm -rf "$1"
+    mkdir -p "$1"
+    chown postgres:postgres "$1"
+}
+
+# Copy the results in $1 (if any) to the checkout's bench/results/.
+sslr_collect_results() {
+    local out=$1
+    compgen -G "$out/*" >/dev/null || return 0
+    mkdir -p "$SSLR_REPO/bench/results"
+    cp "$out"/* "$SSLR_REPO/bench/results/"
+    echo "=== results copied to $SSLR_REPO/bench/results/: $(cd "$out" && echo *) ===" >&2
+}
+
+# What was measured: the checkout's commit, "-dirty" if it had changes.
+sslr_revision() {
+    git -c safe.directory='*' -C "$SSLR_REPO" describe --always --dirty 2>/dev/null || echo unknown
+}
