@@ -41,7 +41,6 @@
 use strict;
 use warnings FATAL => 'all';
 
-use Digest::MD5;
 use File::Find;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
@@ -153,16 +152,6 @@ sub wait_totals_connections_change
 		usleep(50_000);
 	}
 	return $t;
-}
-
-sub file_md5
-{
-	my ($path) = @_;
-	open(my $fh, '<', $path) or die "cannot open $path: $!";
-	binmode $fh;
-	my $d = Digest::MD5->new->addfile($fh)->hexdigest;
-	close $fh;
-	return $d;
 }
 
 sub dir_bytes

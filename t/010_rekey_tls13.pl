@@ -22,7 +22,6 @@
 use strict;
 use warnings FATAL => 'all';
 
-use Digest::MD5;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -31,15 +30,8 @@ use SslrTest;
 
 my $LIMIT = 65536;    # ssl_renegotiate.limit = 64kB, in bytes
 
-# TLS 1.3 record: 5 bytes of header, then the plaintext, 1 byte of inner
-# content type and a 16-byte AEAD tag (AES-GCM and ChaCha20-Poly1305).
-my $TLS13_RECORD_OVERHEAD = 5 + 1 + 16;
-# A KeyUpdate record: 4-byte handshake header + 1 byte request_update.
-my $KEY_UPDATE_RECORD = $TLS13_RECORD_OVERHEAD + 4 + 1;
 # Largest TLS 1.3 record on the wire: header + 2^14 + 256 (RFC 8446 5.2).
 my $MAX_TLS13_RECORD = 5 + 16384 + 256;
-# PostgreSQL's PqSendBuffer (PQ_SEND_BUFFER_SIZE).
-my $PQ_SEND_BUFFER = 8192;
 
 my $node = new_tls_node(
 	'rekey13',
@@ -68,38 +60,6 @@ sub run_psql
 		'<', \$sql, '>', \$out, '2>', \$err,
 		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
 	return ($? >> 8, $out, $err);
-}
-
-# The most a key of the server's sending side can carry with
-# limit = $limit, when the largest protocol message is $max_message bytes
-# (type byte and length word included).
-#
-# The send side checks the bytes under the current key at each safe point,
-# i.e. before each protocol message is queued (and before each flush).  At
-# a check that does not rotate, fewer than $limit bytes went out under the
-# key.  Until the next check, the message being queued (at most
-# $max_message bytes) and what was still in PqSendBuffer (at most 8 kB) may
-# be written; PostgreSQL writes PqSendBuffer in 8 kB pieces, so that is at
-# most (8 kB + $max_message) of plaintext in records of 8 kB (plus one
-# partial record), each with 22 bytes of TLS overhead.  The KeyUpdate
-# record itself counts under the old key (its header is seen before the
-# message), so it is added too.
-sub send_key_bound
-{
-	my ($limit, $max_message) = @_;
-	my $plain = $PQ_SEND_BUFFER + $max_message;
-	my $records = int(($plain + $PQ_SEND_BUFFER - 1) / $PQ_SEND_BUFFER) + 1;
-	return $limit + $plain + $records * $TLS13_RECORD_OVERHEAD + $KEY_UPDATE_RECORD;
-}
-
-sub md5_file
-{
-	my ($file) = @_;
-	open(my $fh, '<', $file) or die "could not open $file: $!";
-	binmode $fh;
-	my $md5 = Digest::MD5->new->addfile($fh)->hexdigest;
-	close $fh;
-	return $md5;
 }
 
 # A small LD_PRELOAD library for psql: it wraps SSL_new() to set an OpenSSL
@@ -293,7 +253,7 @@ my $c1 = client_view();
 
 my $file_size = -s $datafile;
 cmp_ok($file_size, '>=', 100_000_000, 'a: COPY TO wrote >= 100 MB to the client');
-is( md5_file($datafile),
+is( file_md5($datafile),
 	$node->safe_psql(
 		'postgres',
 		"SELECT md5(string_agg(i || E'\\t' || t || E'\\n', '' ORDER BY i)) FROM ($gen) g"
@@ -355,7 +315,7 @@ is( $node->safe_psql(
 		'postgres',
 		"SELECT count(*), md5(string_agg(i || E'\\t' || t || E'\\n', '' ORDER BY i)) FROM dst"
 	),
-	"$nrows|" . md5_file($datafile),
+	"$nrows|" . file_md5($datafile),
 	'a: COPY FROM data identical (row count, md5 of the re-imported table = md5 of the file)'
 );
 

@@ -16,30 +16,14 @@ use SslrTest;
 
 my $LIMIT = 65536;
 
-# TLS 1.3 record overhead (header, inner content type, AEAD tag) and the
-# KeyUpdate record, as in 010_rekey_tls13.pl.
-my $TLS13_RECORD_OVERHEAD = 5 + 1 + 16;
-my $KEY_UPDATE_RECORD = $TLS13_RECORD_OVERHEAD + 4 + 1;
-
 # The largest message a walsender sends: CopyData (type + length) around an
 # XLogData message ('w', start, end, send time: 1 + 3 * 8 bytes) carrying
 # at most MAX_SEND_SIZE = 16 * XLOG_BLCKSZ bytes of WAL.
 my $MAX_WAL_MESSAGE = 1 + 4 + 1 + 3 * 8 + 16 * 8192;
 
-# The most one sending key can carry (see send_key_bound in
-# 010_rekey_tls13.pl): the walsender checks at each safe point (before it
-# queues a message and before each flush); below the limit at a check, then
-# at most one more message (and up to 8 kB of small ones, keepalives and
-# the like, still buffered) goes out before the next check.  Records are
-# counted at 8 kB of plaintext, which overstates the overhead (SSL_write of
-# a large buffer makes 16 kB records).
-sub send_key_bound
-{
-	my ($limit, $max_message) = @_;
-	my $plain = 8192 + $max_message;
-	my $records = int(($plain + 8191) / 8192) + 1;
-	return $limit + $plain + $records * $TLS13_RECORD_OVERHEAD + $KEY_UPDATE_RECORD;
-}
+# The most one sending key can carry (SslrTest::send_key_bound): below the
+# limit at a safe point, then one more message at most, and up to 8 kB of
+# small ones (keepalives and the like) still buffered.
 my $BOUND = send_key_bound($LIMIT, $MAX_WAL_MESSAGE);
 
 my $bad_log_re =

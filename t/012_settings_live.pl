@@ -25,18 +25,6 @@ my $COPY =
   "\\copy (SELECT repeat('x', 1000) FROM generate_series(1, $COPY_ROWS)) to '/dev/null'";
 my $MAX_MSG = 1 + 4 + 1001;
 
-# The most a sending key can carry at $limit bytes (see send_key_bound in
-# 010_rekey_tls13.pl): the limit, plus what may be written between two
-# safe points (8 kB of PqSendBuffer + one message), plus TLS 1.3 record
-# overhead (22 bytes per record of >= 8 kB here) and the KeyUpdate record.
-sub send_key_bound
-{
-	my ($limit) = @_;
-	my $plain = 8192 + $MAX_MSG;
-	my $records = int(($plain + 8191) / 8192) + 1;
-	return $limit + $plain + $records * 22 + 27;
-}
-
 my $node = new_tls_node('settings');
 $node->start;
 $node->safe_psql(
@@ -93,7 +81,7 @@ sub check_rekeys
 {
 	my ($what, $limit, $bytes, $rekeys) = @_;
 	local $Test::Builder::Level = $Test::Builder::Level + 1;
-	my $bound = send_key_bound($limit);
+	my $bound = send_key_bound($limit, $MAX_MSG);
 	cmp_ok($rekeys, '>=', int($bytes / $bound) - 1,
 		"$what: rekeys_sent >= bytes_sent / $bound");
 	cmp_ok($rekeys, '<=', int($bytes / $limit) + 1,

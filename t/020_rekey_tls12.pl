@@ -118,25 +118,6 @@ sub gen_select
 	  "SELECT i, md5(i::text) || repeat('x', $FILLER) FROM generate_series(1, $rows) i";
 }
 
-# md5 of that COPY text output, computed by the server
-sub server_md5_of_select
-{
-	my ($rows) = @_;
-	return $node->safe_psql('postgres',
-		    "SELECT md5(string_agg(i || E'\\t' || md5(i::text) || repeat('x', $FILLER) || E'\\n', '' ORDER BY i)) "
-		  . "FROM generate_series(1, $rows) i");
-}
-
-sub file_md5
-{
-	my ($path) = @_;
-	open my $fh, '<', $path or die "open $path: $!";
-	binmode $fh;
-	my $md5 = Digest::MD5->new->addfile($fh)->hexdigest;
-	close $fh;
-	return $md5;
-}
-
 # A COPY FROM input file of $rows rows (different filler than COPY TO).
 # Returns (path, md5, size).
 sub make_copy_in_file
@@ -160,14 +141,6 @@ sub make_copy_in_file
 	}
 	close $fh or die "close $path: $!";
 	return ($path, $md5->hexdigest, -s $path);
-}
-
-# md5 and row count of table copy_in in COPY text form, by the server
-sub copy_in_table_md5
-{
-	return $node->safe_psql('postgres',
-		"SELECT count(*) || ' ' || coalesce(md5(string_agg(i || E'\\t' || s || E'\\n', '' ORDER BY i)), '') FROM copy_in"
-	);
 }
 
 # ---------------------------------------------------------------------
@@ -408,13 +381,13 @@ sub copy_session
 			cmp_ok($got, '>=', $rows * 100,
 				"$label: COPY TO output has its full size");
 			is(-e $file ? file_md5($file) : 'no file',
-				server_md5_of_select($rows),
+				series_copy_md5($node, $rows, $FILLER),
 				"$label: COPY TO data intact (md5 equal on both ends)");
 			unlink $file;
 		}
 		else
 		{
-			is(copy_in_table_md5(), "$rows $md5",
+			is(table_copy_md5($node, 'copy_in'), "$rows $md5",
 				"$label: COPY FROM data intact ($size bytes, md5 equal)");
 			unlink $file;
 		}

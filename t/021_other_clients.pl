@@ -23,7 +23,6 @@
 use strict;
 use warnings FATAL => 'all';
 
-use Digest::MD5;
 use File::Basename qw(dirname);
 use File::Spec;
 use IPC::Run;
@@ -78,21 +77,6 @@ CREATE EXTENSION ssl_renegotiate;
 CREATE TABLE copy_in (i int, s text);
 });
 
-sub server_md5_of_select
-{
-	my ($rows) = @_;
-	return $node->safe_psql('postgres',
-		    "SELECT md5(string_agg(i || E'\\t' || md5(i::text) || repeat('x', $FILLER) || E'\\n', '' ORDER BY i)) "
-		  . "FROM generate_series(1, $rows) i");
-}
-
-sub copy_in_table_md5
-{
-	return $node->safe_psql('postgres',
-		"SELECT count(*) || ' ' || coalesce(md5(string_agg(i || E'\\t' || s || E'\\n', '' ORDER BY i)), '') FROM copy_in"
-	);
-}
-
 # Run CopyRoundTrip over TLS $version ('1.2' or '1.3'); returns a hashref
 # of its key=value lines plus exit (exit status) and stderr.
 sub run_java
@@ -144,7 +128,7 @@ sub row_summary
 	  rekey_time rekey_pending);
 }
 
-my $out_md5 = server_md5_of_select($ROWS);
+my $out_md5 = series_copy_md5($node, $ROWS, $FILLER);
 
 # limit + the largest protocol message (a CopyData row) + PostgreSQL's 8 kB
 # send buffer, which may be flushed between two safe points
@@ -167,7 +151,7 @@ my $bound = $LIMIT + (5 + length("$ROWS\t") + 32 + $FILLER + 1) + 8192;
 		"$label: COPY OUT received the whole data");
 	is($r->{out_md5}, $out_md5, "$label: COPY OUT data intact (md5)");
 	is($r->{in_rows}, $ROWS, "$label: COPY IN reports all rows");
-	is(copy_in_table_md5(), $ROWS . ' ' . ($r->{in_md5} // 'none'),
+	is(table_copy_md5($node, 'copy_in'), $ROWS . ' ' . ($r->{in_md5} // 'none'),
 		"$label: COPY IN data intact (md5)");
 	is($row->{version}, 'TLSv1.3', "$label: activity row is TLS 1.3");
 	cmp_ok($row->{rekeys_sent} // 0, '>', 0, "$label: rekeys_sent > 0");
@@ -214,7 +198,7 @@ my $bound = $LIMIT + (5 + length("$ROWS\t") + 32 + $FILLER + 1) + 8192;
 	# renegotiation rotates both directions.
 	is($r->{exit}, 0, "$label: client finished without error");
 	is($r->{out_md5}, $out_md5, "$label: COPY OUT data intact (md5)");
-	is(copy_in_table_md5(), $ROWS . ' ' . ($r->{in_md5} // 'none'),
+	is(table_copy_md5($node, 'copy_in'), $ROWS . ' ' . ($r->{in_md5} // 'none'),
 		"$label: COPY IN data intact (md5)");
 	ok(defined $r->{activity},
 		"$label: session goes on after the COPYs (next query answered)")

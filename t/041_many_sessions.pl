@@ -27,7 +27,6 @@ use strict;
 use warnings FATAL => 'all';
 
 use Config;
-use Digest::MD5;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -79,14 +78,6 @@ note sprintf('COPY data: %d rows, %.1f MB, md5 %s', $COPY_ROWS, $src_size / 1e6,
 my $HASH = q{SELECT count(*) || ':' ||
   coalesce(sum(('x' || substr(md5(x::text), 1, 15))::bit(60)::bigint), 0) FROM };
 my $src_hash = $node->safe_psql('postgres', "$HASH src x");
-
-sub file_md5
-{
-	my ($f) = @_;
-	open my $fh, '<', $f or die "$f: $!";
-	binmode $fh;
-	return Digest::MD5->new->addfile($fh)->hexdigest;
-}
 
 # ------------------------------------------------------------ the sampler
 # A Unix-socket session that holds the gate and samples.

@@ -25,7 +25,6 @@
 use strict;
 use warnings FATAL => 'all';
 
-use Digest::MD5;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -85,14 +84,6 @@ $mon->set_query_timer_restart;
 
 my @COUNTERS = qw(bytes_sent bytes_received records_sent records_received
   rekeys_sent rekeys_received);
-
-sub file_md5
-{
-	my ($f) = @_;
-	open my $fh, '<', $f or die "$f: $!";
-	binmode $fh;
-	return Digest::MD5->new->addfile($fh)->hexdigest;
-}
 
 sub log_pos { return -s $node->logfile; }
 

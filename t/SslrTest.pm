@@ -37,6 +37,7 @@ package SslrTest;
 use strict;
 use warnings FATAL => 'all';
 
+use Digest::MD5;
 use Exporter 'import';
 use File::Spec;
 use JSON::PP ();
@@ -60,6 +61,10 @@ our @EXPORT = qw(
   query_row_hash
   activity_row
   totals_row
+  file_md5
+  series_copy_md5
+  table_copy_md5
+  send_key_bound
   SSL_REQUEST_CLIENT_BYTES
   SSL_REQUEST_SERVER_BYTES
 );
@@ -70,6 +75,15 @@ our @EXPORT = qw(
 # does not (they are not TLS).
 use constant SSL_REQUEST_CLIENT_BYTES => 8;
 use constant SSL_REQUEST_SERVER_BYTES => 1;
+
+# A TLS 1.3 record costs 5 bytes of header, 1 byte of inner content type and
+# a 16-byte AEAD tag (AES-GCM and ChaCha20-Poly1305) on top of its
+# plaintext; a KeyUpdate record carries a 4-byte handshake header and 1 byte
+# of request_update.
+use constant TLS13_RECORD_OVERHEAD => 5 + 1 + 16;
+use constant KEY_UPDATE_RECORD     => TLS13_RECORD_OVERHEAD + 4 + 1;
+# PostgreSQL's PqSendBuffer (PQ_SEND_BUFFER_SIZE), written in pieces this big.
+use constant PQ_SEND_BUFFER => 8192;
 
 my $default_certs;    # per test file, made on first use by new_tls_node
 
@@ -556,6 +570,85 @@ sub totals_row
 }
 
 =pod
+
+=item file_md5($path)
+
+The hex MD5 of a file's bytes.
+
+=cut
+
+sub file_md5
+{
+	my ($path) = @_;
+	open(my $fh, '<', $path) or die "cannot open $path: $!";
+	binmode $fh;
+	my $md5 = Digest::MD5->new->addfile($fh)->hexdigest;
+	close $fh;
+	return $md5;
+}
+
+=pod
+
+=item series_copy_md5($node, $rows, $filler)
+
+The MD5, computed by the server, of the COPY text output of
+
+  SELECT i, md5(i::text) || repeat('x', $filler) FROM generate_series(1, $rows) i
+
+which the COPY TO tests send to their clients.
+
+=cut
+
+sub series_copy_md5
+{
+	my ($node, $rows, $filler) = @_;
+	return $node->safe_psql('postgres',
+		    "SELECT md5(string_agg(i || E'\\t' || md5(i::text) || repeat('x', $filler) || E'\\n', '' ORDER BY i)) "
+		  . "FROM generate_series(1, $rows) i");
+}
+
+=pod
+
+=item table_copy_md5($node, $table)
+
+"ROWS MD5" of table C<$table> (columns C<i int, s text>) in COPY text form,
+ordered by C<i>, computed by the server: what a COPY FROM must have stored.
+
+=cut
+
+sub table_copy_md5
+{
+	my ($node, $table) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT count(*) || ' ' || coalesce(md5(string_agg(i || E'\\t' || s || E'\\n', '' ORDER BY i)), '') FROM $table"
+	);
+}
+
+=pod
+
+=item send_key_bound($limit, $max_message)
+
+The most bytes one TLS 1.3 sending key may carry when the extension rotates
+at C<$limit> bytes and the largest protocol message is C<$max_message>
+bytes.  The extension checks at its safe points (before a message is
+queued, before a flush); below the limit at one check, then until the next
+check the message being queued and what was still in PqSendBuffer (at most
+8 kB) may go out.  PostgreSQL writes PqSendBuffer in 8 kB pieces, so that
+is at most 8 kB + C<$max_message> of plaintext in 8 kB records (plus one
+partial record), each with TLS13_RECORD_OVERHEAD bytes.  The KeyUpdate
+record itself counts under the old key (its header is seen before the
+message), so it is added too.  Large writes make 16 kB records, so the
+bound overstates the overhead a little.
+
+=cut
+
+sub send_key_bound
+{
+	my ($limit, $max_message) = @_;
+	my $plain = PQ_SEND_BUFFER + $max_message;
+	my $records = int(($plain + PQ_SEND_BUFFER - 1) / PQ_SEND_BUFFER) + 1;
+	return $limit + $plain + $records * TLS13_RECORD_OVERHEAD + KEY_UPDATE_RECORD;
+}
 
 =back
 
