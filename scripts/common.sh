@@ -38,6 +38,19 @@ sslr_as_postgres() {
         PATH="$PG_BINDIR:$PATH" "$@"
 }
 
+# As root: install (scripts/setup.sh), then run the calling script again as
+# postgres from the postgres-owned work dir, with INNER_VAR set and the
+# given VAR=value pairs in its environment.  Does not return.
+sslr_rerun_as_postgres() {
+    local script_in_tree=$1 inner_var=$2 workdir
+    shift 2
+    sslr_require_root "$script_in_tree"
+    workdir=$(sslr_setup)
+    sslr_as_postgres /tmp "$inner_var=1" WORKDIR="$workdir" "$@" \
+        bash "$workdir/$script_in_tree"
+    exit
+}
+
 # An empty directory $1 that postgres may write results into.
 sslr_results_dir() {
     rm -rf "$1"

@@ -26,12 +26,9 @@ set -euo pipefail
 if [ -z "${SSLR_DEMO_INNER:-}" ]; then
     sslr_require_root demo.sh
     echo "=== Setup: packages, build and install of ssl_renegotiate ==="
-    WORKDIR=$(sslr_setup)
     # The rest runs as postgres, from the postgres-owned copy of the tree.
-    sslr_as_postgres /tmp SSLR_DEMO_INNER=1 \
-        SSLR_DEMO_ROWS="${SSLR_DEMO_ROWS:-600000}" SSLR_DEMO_PORT="${SSLR_DEMO_PORT:-}" \
-        bash "$WORKDIR/scripts/demo.sh"
-    exit 0
+    sslr_rerun_as_postgres scripts/demo.sh SSLR_DEMO_INNER \
+        SSLR_DEMO_ROWS="${SSLR_DEMO_ROWS:-600000}" SSLR_DEMO_PORT="${SSLR_DEMO_PORT:-}"
 fi
 
 # ================================================================ postgres

@@ -4,19 +4,6 @@
 
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-# As root: install (scripts/setup.sh), then run the calling script again as
-# postgres from the postgres-owned work dir, with INNER_VAR set and the
-# given VAR=value pairs in its environment.  Does not return.
-sslr_rerun_as_postgres() {
-    local script_in_tree=$1 inner_var=$2 workdir
-    shift 2
-    sslr_require_root "$script_in_tree"
-    workdir=$(sslr_setup)
-    sslr_as_postgres /tmp "$inner_var=1" WORKDIR="$workdir" "$@" \
-        bash "$workdir/$script_in_tree"
-    exit
-}
-
 # As postgres: a TLS-enabled data directory in $T/data listening on
 # 127.0.0.1:$PORT (socket in $T), with tables t (about $MB MB of COPY text,
 # frozen so that no later run pays for hint bits) and t2 (empty, same
