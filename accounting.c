@@ -3,16 +3,23 @@
  * accounting.c
  *	  Count every TLS record of this connection, in both directions.
  *
- * OpenSSL's message callback, set on the server's SSL_CTX and so inherited
- * by every connection, sees each record header (5 bytes: type, version,
- * length) as it is written or read, from the first byte of the handshake,
- * and each handshake message and alert.  A header means 5 + length bytes
- * on the wire, which is what the kernel counts for the socket.
+ * OpenSSL's message callback sees each record header (5 bytes: type,
+ * version, length) as it is written or read, from the first byte of the
+ * handshake, and each handshake message and alert.  A header means
+ * 5 + length bytes on the wire, which is what the kernel counts for the
+ * socket.
+ *
+ * Two callbacks: the server's SSL_CTX carries the early one, so every
+ * connection starts with it; it also adds each record to the shared early
+ * sums (shmem.c), because a backend may leave before authentication by
+ * _exit(), with no chance to report.  Once the connection is authenticated
+ * and has its shared slot, it switches to the plain one.
  *
  * Invariants of this file:
  *	- The per-record path does no locking, no allocation, no logging and no
  *	  OpenSSL call: two additions under the slot's change count and a
- *	  comparison with rekey.c's thresholds for the inbound direction.
+ *	  comparison with rekey.c's thresholds for the inbound direction (and,
+ *	  before authentication only, a few atomic additions).
  *	- Anything more (a threshold crossed, a KeyUpdate, a renegotiation
  *	  message, an alert) is handed to rekey.c, which is rare by design.
  *
@@ -54,10 +61,9 @@ sslr_count_record(SSL *ssl, SslrDirection dir, int64 wire_bytes)
 		sslr_receive_attention(ssl);
 }
 
-void
-sslr_msg_callback(int write_p, int version pg_attribute_unused(), int content_type,
-				  const void *buf, size_t len, SSL *ssl,
-				  void *arg pg_attribute_unused())
+static inline void
+sslr_handle_message(int write_p, int content_type, const void *buf, size_t len,
+					SSL *ssl, bool early)
 {
 	const unsigned char *p = buf;
 	SslrDirection dir = write_p ? SSLR_SENT : SSLR_RECEIVED;
@@ -66,8 +72,13 @@ sslr_msg_callback(int write_p, int version pg_attribute_unused(), int content_ty
 	{
 		case SSL3_RT_HEADER:
 			if (len >= SSLR_RECORD_HEADER_LEN)
-				sslr_count_record(ssl, dir,
-								  SSLR_RECORD_HEADER_LEN + ((p[3] << 8) | p[4]));
+			{
+				int64		wire_bytes = SSLR_RECORD_HEADER_LEN + ((p[3] << 8) | p[4]);
+
+				if (early)
+					sslr_count_early_record(dir, wire_bytes);
+				sslr_count_record(ssl, dir, wire_bytes);
+			}
 			break;
 
 		case SSL3_RT_HANDSHAKE:
@@ -87,4 +98,28 @@ sslr_msg_callback(int write_p, int version pg_attribute_unused(), int content_ty
 		default:
 			break;
 	}
+}
+
+/* Before authentication: see the file header. */
+void
+sslr_msg_callback_early(int write_p, int version pg_attribute_unused(),
+						int content_type, const void *buf, size_t len,
+						SSL *ssl, void *arg pg_attribute_unused())
+{
+	sslr_handle_message(write_p, content_type, buf, len, ssl, true);
+}
+
+static void
+sslr_msg_callback(int write_p, int version pg_attribute_unused(),
+				  int content_type, const void *buf, size_t len,
+				  SSL *ssl, void *arg pg_attribute_unused())
+{
+	sslr_handle_message(write_p, content_type, buf, len, ssl, false);
+}
+
+/* The connection has its shared slot: count there only. */
+void
+sslr_accounting_attached(SSL *ssl)
+{
+	SSL_set_msg_callback(ssl, sslr_msg_callback);
 }

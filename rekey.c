@@ -5,8 +5,9 @@
  *
  * Policy: each direction rotates when the bytes sent (or received) under
  * the current key reach ssl_renegotiate.limit, when its records reach the
- * cipher's confidentiality limit, or at the first I/O after
- * ssl_renegotiate.interval.  A direction that carries more than
+ * cipher's confidentiality limit (of the cipher in force: a renegotiation
+ * may change it), or at the first I/O after ssl_renegotiate.interval, each
+ * direction on its own clock.  A direction that carries more than
  * ssl_renegotiate.hard_limit under one key ends the connection.
  *
  * Mechanism:
@@ -26,7 +27,11 @@
  *	  lifted with it, so renegotiations after the first are abbreviated.
  *	  At blocking send points the server drives the handshake itself (in
  *	  COPY TO it would otherwise never read the ClientHello) and finishes
- *	  one in flight before it answers.
+ *	  one in flight before it answers, waiting SSLR_RENEGOTIATION_WAIT_MS
+ *	  per attempt at most.  A walsender is never renegotiated (see
+ *	  sslr_tls12_action).
+ *	- TLS 1.3, unasked KeyUpdates of the peer: bounded by a budget that
+ *	  grows with the bytes received and the time (sslr_peer_update_allowed).
  *	- Ending a connection from the inbound path: the TLS connection is
  *	  marked as shut down by the peer (a flag), so OpenSSL processes nothing
  *	  more and the read reports end of connection; the reason is logged at
@@ -40,7 +45,12 @@
  *	  needs logging or ending the connection there is deferred to the next
  *	  safe point, to interrupt processing, or to backend exit.
  *	- OpenSSL's error queue is left as it was found (ERR_set_mark /
- *	  ERR_pop_to_mark around every call made here).
+ *	  ERR_pop_to_mark around every call made here), except around a call
+ *	  whose result goes to SSL_get_error: that one starts from an empty
+ *	  queue, as PostgreSQL's own reads and writes do.
+ *	- Nothing reached from putmessage_noblock or flush_if_writable blocks,
+ *	  and each message passes one safe point (PostgreSQL's noblock variant
+ *	  calls putmessage through PqCommMethods).
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -54,6 +64,7 @@
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "portability/instr_time.h"
+#include "replication/walsender.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/timeout.h"
@@ -78,6 +89,9 @@
 #define SSLR_CCM_RECORD_LIMIT	(INT64CONST(1) << 23)
 #define SSLR_NO_LIMIT			PG_INT64_MAX
 
+/* Credit for one unasked key update of the peer: one full-size record. */
+#define SSLR_PEER_UPDATE_BYTES	16384
+
 /* How long the send side waits for a client to take part in renegotiation. */
 #define SSLR_RENEGOTIATION_WAIT_MS 10000
 
@@ -101,7 +115,7 @@ typedef enum SslrEndReason
 	SSLR_END_NONE,
 	SSLR_END_HARD_LIMIT,		/* ssl_renegotiate.hard_limit */
 	SSLR_END_TLS12,				/* ssl_renegotiate.tls12 = terminate */
-	SSLR_END_KEY_UPDATE_RUN		/* ssl_renegotiate.max_peer_key_updates */
+	SSLR_END_KEY_UPDATE_FLOOD	/* ssl_renegotiate.max_peer_key_updates */
 } SslrEndReason;
 
 typedef struct SslrRekeyLog
@@ -126,12 +140,18 @@ static int64 sslr_cipher_record_limit = SSLR_NO_LIMIT;
 static const PQcommMethods *sslr_prev_comm = NULL;
 static PQcommMethods sslr_comm;
 static bool sslr_in_send_point = false;
+static bool sslr_in_noblock = false;
 
 /* Receive side: our one outstanding request to the peer. */
 static int64 sslr_request_at_bytes = 0;
 static TimestampTz sslr_request_time = 0;
 static int64 sslr_peer_lag = 0;
-static int	sslr_consecutive_peer_updates = 0;
+
+/* Receive side: the budget of key updates the peer sends unasked. */
+static int64 sslr_peer_update_credit = 0;
+static int64 sslr_peer_update_bytes = 0;
+static TimestampTz sslr_peer_update_time = 0;
+static int64 sslr_peer_updates_unasked = 0;
 
 /* Interval: the timer raises a flag, the safe points look at the clocks. */
 static TimeoutId sslr_timeout_id = MAX_TIMEOUTS;
@@ -148,6 +168,11 @@ static bool sslr_renegotiating = false;
 static int	sslr_finished_seen = 0;
 static bool sslr_verify_peer_pending = false;
 static bool sslr_peer_refused_renegotiation = false;
+static bool sslr_renegotiation_waited = false;	/* this attempt's wait is over */
+static bool sslr_renegotiation_unanswered = false;	/* to be logged */
+static TimestampTz sslr_renegotiation_deadline = 0;
+static bool sslr_cipher_change_pending = false;
+static char sslr_previous_cipher[SSLR_CIPHER_LEN];
 
 /* Our own send-side rekey in progress, for its duration. */
 static instr_time sslr_send_rekey_start;
@@ -176,16 +201,6 @@ sslr_set_rekey_pending(bool pending)
 
 	SSLR_BEGIN_WRITE(slot);
 	slot->stats.rekey_pending = pending;
-	SSLR_END_WRITE(slot);
-}
-
-static void
-sslr_count_event(int64 *field, int64 amount)
-{
-	SslrSlot   *slot = sslr_my_slot;
-
-	SSLR_BEGIN_WRITE(slot);
-	*field += amount;
 	SSLR_END_WRITE(slot);
 }
 
@@ -221,6 +236,21 @@ sslr_cipher_limit_for(const SSL *ssl)
 	return SSLR_CCM_RECORD_LIMIT;
 }
 
+/*
+ * What a TLS 1.2 limit does on this connection.  A walsender is never
+ * renegotiated: it writes without blocking and reads its standby's replies
+ * while a write may still be pending, and OpenSSL cannot run a handshake
+ * across a pending write (the handshake's first write fails with "bad write
+ * retry", and the connection with it).  It carries on as under "warn".
+ */
+static SslrTls12Policy
+sslr_tls12_action(void)
+{
+	if (sslr_tls12_policy == SSLR_TLS12_RENEGOTIATE && am_walsender)
+		return SSLR_TLS12_WARN;
+	return (SslrTls12Policy) sslr_tls12_policy;
+}
+
 /* Can this direction try to rotate now? */
 static bool
 sslr_may_rotate(SslrDirection dir)
@@ -231,7 +261,7 @@ sslr_may_rotate(SslrDirection dir)
 		return dir == SSLR_SENT || !sslr_my_slot->stats.rekey_pending;
 	if (sslr_renegotiating)
 		return false;
-	return !(sslr_tls12_policy == SSLR_TLS12_WARN && sslr_tls12_warned);
+	return !(sslr_tls12_action() == SSLR_TLS12_WARN && sslr_tls12_warned);
 }
 
 /* Bytes under the current key at which this direction should act. */
@@ -405,8 +435,8 @@ sslr_retire_key(SslrDirection dir, TimestampTz now, bool peer_initiated,
 	SslrConnStats *stats = &slot->stats;
 	int64		bytes = stats->bytes_under_key[dir];
 
+	sslr_count(&stats->tally.rekeys[dir], 1);
 	SSLR_BEGIN_WRITE(slot);
-	stats->tally.rekeys[dir]++;
 	if (bytes > stats->max_bytes_per_key[dir])
 		stats->max_bytes_per_key[dir] = bytes;
 	stats->bytes_under_key[dir] = 0;
@@ -418,6 +448,52 @@ sslr_retire_key(SslrDirection dir, TimestampTz now, bool peer_initiated,
 	sslr_interval_expired[dir] = false;
 	sslr_rotation_blocked[dir] = false;
 	sslr_queue_log(dir, peer_initiated, bytes, duration_us);
+
+	/*
+	 * The timer may be off (both keys had outlived the interval) or set for
+	 * the other key: have the next I/O in either direction set it again.
+	 */
+	if (sslr_interval_s > 0)
+		sslr_interval_due = true;
+}
+
+/*
+ * May the peer make us derive one more key, unasked?  A token bucket: it
+ * holds up to ssl_renegotiate.max_peer_key_updates updates and starts full;
+ * each unasked update takes one, and one comes back for every
+ * SSLR_PEER_UPDATE_BYTES received and every second.  So however a peer
+ * interleaves its records, the keys it makes us derive stay within
+ * max_peer_key_updates + bytes received / 16 kB + seconds connected, while
+ * a client rotating every 64 kB, or on a timer of a second or more, never
+ * runs dry.  Credit is kept in bytes' worth.
+ */
+static bool
+sslr_peer_update_allowed(const SslrConnStats *stats, TimestampTz now)
+{
+	int64		capacity = (int64) sslr_max_peer_key_updates * SSLR_PEER_UPDATE_BYTES;
+	int64		received = stats->tally.bytes[SSLR_RECEIVED];
+
+	if (sslr_max_peer_key_updates <= 0)
+		return true;
+
+	if (sslr_peer_update_time == 0)
+		sslr_peer_update_credit = capacity;
+	else
+	{
+		int64		elapsed = Max(now - sslr_peer_update_time, 0);
+		int64		earned = received - sslr_peer_update_bytes;
+
+		earned += (elapsed / USECS_PER_SEC) * SSLR_PEER_UPDATE_BYTES +
+			(elapsed % USECS_PER_SEC) * SSLR_PEER_UPDATE_BYTES / USECS_PER_SEC;
+		sslr_peer_update_credit = Min(capacity, sslr_peer_update_credit + earned);
+	}
+	sslr_peer_update_bytes = received;
+	sslr_peer_update_time = now;
+
+	if (sslr_peer_update_credit < SSLR_PEER_UPDATE_BYTES)
+		return false;
+	sslr_peer_update_credit -= SSLR_PEER_UPDATE_BYTES;
+	return true;
 }
 
 /*
@@ -447,27 +523,18 @@ sslr_key_rotated(SSL *ssl, SslrDirection dir)
 		/* the answer to our request: learn how late peers answer */
 		sslr_peer_lag = stats->tally.bytes[SSLR_RECEIVED] - sslr_request_at_bytes;
 		duration_us = now - sslr_request_time;
-		sslr_consecutive_peer_updates = 0;
 		sslr_set_rekey_pending(false);
 	}
 	else if (dir == SSLR_RECEIVED)
 	{
-		/*
-		 * Unasked: a KeyUpdate alone under the previous key is one of a run.
-		 * Bound runs as other TLS stacks do.
-		 */
 		peer_initiated = true;
-		if (stats->records_under_key[SSLR_RECEIVED] <= 1)
-			sslr_consecutive_peer_updates++;
-		else
-			sslr_consecutive_peer_updates = 1;
-		if (sslr_max_peer_key_updates > 0 &&
-			sslr_consecutive_peer_updates > sslr_max_peer_key_updates &&
+		sslr_peer_updates_unasked++;
+		if (!sslr_peer_update_allowed(stats, now) &&
 			sslr_deferred_termination == SSLR_END_NONE)
 		{
-			sslr_deferred_termination = SSLR_END_KEY_UPDATE_RUN;
-			sslr_deferred_termination_bytes = sslr_consecutive_peer_updates;
-			sslr_count_event(&stats->tally.terminations, 1);
+			sslr_deferred_termination = SSLR_END_KEY_UPDATE_FLOOD;
+			sslr_deferred_termination_bytes = sslr_peer_updates_unasked;
+			sslr_count(&stats->tally.terminations, 1);
 			sslr_end_connection(ssl);
 		}
 	}
@@ -475,6 +542,25 @@ sslr_key_rotated(SSL *ssl, SslrDirection dir)
 	sslr_retire_key(dir, now, peer_initiated, duration_us);
 	if (sslr_ssl != NULL)
 		sslr_recompute();
+}
+
+/*
+ * A full renegotiation may have agreed on another cipher: from now on its
+ * record limit applies, and the slot shows it.  Said at the next safe
+ * point, since this runs inside OpenSSL.
+ */
+static void
+sslr_cipher_in_force(void)
+{
+	const char *cipher = SSL_get_cipher_name(sslr_ssl);
+
+	sslr_cipher_record_limit = sslr_cipher_limit_for(sslr_ssl);
+	if (strcmp(cipher, sslr_my_slot->cipher) == 0)
+		return;
+	strlcpy(sslr_previous_cipher, sslr_my_slot->cipher, sizeof(sslr_previous_cipher));
+	sslr_publish_cipher(sslr_ssl);
+	sslr_cipher_change_pending = true;
+	sslr_deferred_work = true;
 }
 
 /* Our TLS 1.2 renegotiation finished: both directions have new keys. */
@@ -490,6 +576,7 @@ sslr_renegotiation_done(void)
 	sslr_set_rekey_pending(false);
 	sslr_retire_key(SSLR_SENT, now, false, 0);
 	sslr_retire_key(SSLR_RECEIVED, now, false, 0);
+	sslr_cipher_in_force();
 	sslr_recompute();
 }
 
@@ -517,13 +604,13 @@ sslr_alert(int write_p, int level, int description)
 	if (write_p && level == SSL3_AL_WARNING)
 	{
 		/* OpenSSL refused a client-initiated renegotiation for us */
-		sslr_count_event(&sslr_my_slot->stats.tally.peer_renegotiations_refused, 1);
+		sslr_count(&sslr_my_slot->stats.tally.peer_renegotiations_refused, 1);
 	}
 	else if (!write_p && sslr_renegotiating)
 	{
 		/* the client refused ours; OpenSSL ends the connection */
 		sslr_peer_refused_renegotiation = true;
-		sslr_count_event(&sslr_my_slot->stats.tally.rekey_failures, 1);
+		sslr_count(&sslr_my_slot->stats.tally.rekey_failures, 1);
 	}
 }
 
@@ -545,7 +632,7 @@ sslr_transient_error(unsigned long ecode)
 static void
 sslr_rotation_failed(SslrDirection dir)
 {
-	sslr_count_event(&sslr_my_slot->stats.tally.rekey_failures, 1);
+	sslr_count(&sslr_my_slot->stats.tally.rekey_failures, 1);
 	sslr_rotation_blocked[dir] = true;
 }
 
@@ -603,7 +690,7 @@ sslr_send_key_update(void)
 	INSTR_TIME_SUBTRACT(elapsed, sslr_send_rekey_start);
 
 	if (ok)
-		sslr_count_event(&sslr_my_slot->stats.tally.rekey_time_us,
+		sslr_count(&sslr_my_slot->stats.tally.rekey_time_us,
 						 INSTR_TIME_GET_MICROSEC(elapsed));
 	else if (!sslr_transient_error(ecode))
 		sslr_rotation_failed(SSLR_SENT);
@@ -629,6 +716,8 @@ sslr_start_renegotiation(SSL *ssl)
 	if (!ok)
 		return false;
 	sslr_renegotiating = true;
+	sslr_renegotiation_waited = false;
+	sslr_renegotiation_deadline = 0;
 	sslr_finished_seen = 0;
 	sslr_set_rekey_pending(true);
 	return true;
@@ -641,21 +730,31 @@ sslr_start_renegotiation(SSL *ssl)
  * HelloRequest late, as JSSE does after COPY IN, would otherwise interleave
  * its next query with its handshake, which OpenSSL rejects).  Stop early if
  * application data is waiting (the handshake then finishes in PostgreSQL's
- * own reads) or after SSLR_RENEGOTIATION_WAIT_MS.  A handshake that fails
- * has killed the connection: say why.
+ * own reads).
+ *
+ * Each attempt waits SSLR_RENEGOTIATION_WAIT_MS in all, however many safe
+ * points it spans.  A client may ignore a HelloRequest (RFC 5246 7.4.1.1):
+ * once that time is spent the attempt counts as failed and no safe point
+ * waits for it again, but the window stays open, so a late answer still
+ * completes the renegotiation.  A handshake that fails has killed the
+ * connection: say why.
  */
 static void
 sslr_drive_renegotiation(void)
 {
 	instr_time	start;
 	instr_time	elapsed;
-	TimestampTz deadline;
 	bool		failed = false;
 	unsigned long ecode = 0;
 
+	if (sslr_renegotiation_waited)
+		return;
+
 	INSTR_TIME_SET_CURRENT(start);
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-										   SSLR_RENEGOTIATION_WAIT_MS);
+	if (sslr_renegotiation_deadline == 0)
+		sslr_renegotiation_deadline =
+			TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										SSLR_RENEGOTIATION_WAIT_MS);
 	while (sslr_renegotiating && !sslr_peer_refused_renegotiation)
 	{
 		char		peek;
@@ -664,12 +763,17 @@ sslr_drive_renegotiation(void)
 		int			waitfor;
 		long		remaining;
 
-		ERR_set_mark();
+		/*
+		 * SSL_get_error reads the error queue: start from an empty one, as
+		 * PostgreSQL's own reads and writes do, so that another library's
+		 * leftover is not taken for ours.
+		 */
+		ERR_clear_error();
 		r = SSL_peek(sslr_ssl, &peek, 1);
 		err = SSL_get_error(sslr_ssl, r);
 		if (err == SSL_ERROR_SSL || err == SSL_ERROR_SYSCALL)
 			ecode = ERR_peek_last_error();
-		ERR_pop_to_mark();
+		ERR_clear_error();
 
 		if (r > 0 || !sslr_renegotiating)
 			break;
@@ -683,9 +787,16 @@ sslr_drive_renegotiation(void)
 			break;
 		}
 
-		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+													sslr_renegotiation_deadline);
 		if (remaining <= 0)
+		{
+			sslr_renegotiation_waited = true;
+			sslr_renegotiation_unanswered = true;
+			sslr_deferred_work = true;
+			sslr_count(&sslr_my_slot->stats.tally.rekey_failures, 1);
 			break;
+		}
 		if (WaitLatchOrSocket(MyLatch, waitfor | WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							  sslr_port->sock, remaining, WAIT_EVENT_SSL_OPEN_SERVER) & WL_LATCH_SET)
 		{
@@ -696,8 +807,8 @@ sslr_drive_renegotiation(void)
 
 	INSTR_TIME_SET_CURRENT(elapsed);
 	INSTR_TIME_SUBTRACT(elapsed, start);
-	sslr_count_event(&sslr_my_slot->stats.tally.rekey_time_us,
-					 INSTR_TIME_GET_MICROSEC(elapsed));
+	sslr_count(&sslr_my_slot->stats.tally.rekey_time_us,
+			   INSTR_TIME_GET_MICROSEC(elapsed));
 
 	if (sslr_peer_refused_renegotiation)
 	{
@@ -712,7 +823,7 @@ sslr_drive_renegotiation(void)
 	{
 		const char *reason = ecode ? ERR_reason_error_string(ecode) : NULL;
 
-		sslr_count_event(&sslr_my_slot->stats.tally.rekey_failures, 1);
+		sslr_count(&sslr_my_slot->stats.tally.rekey_failures, 1);
 		ereport(FATAL,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("TLS renegotiation failed: %s",
@@ -744,7 +855,7 @@ sslr_terminate(SslrDirection dir, SslrEndReason reason)
 {
 	int64		bytes = sslr_my_slot->stats.bytes_under_key[dir];
 
-	sslr_count_event(&sslr_my_slot->stats.tally.terminations, 1);
+	sslr_count(&sslr_my_slot->stats.tally.terminations, 1);
 	if (reason == SSLR_END_TLS12)
 		ereport(FATAL,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -771,7 +882,7 @@ sslr_defer_termination(SSL *ssl, SslrEndReason reason)
 		return;
 	sslr_deferred_termination = reason;
 	sslr_deferred_termination_bytes = sslr_my_slot->stats.bytes_under_key[SSLR_RECEIVED];
-	sslr_count_event(&sslr_my_slot->stats.tally.terminations, 1);
+	sslr_count(&sslr_my_slot->stats.tally.terminations, 1);
 	sslr_end_connection(ssl);
 }
 
@@ -783,7 +894,7 @@ sslr_limit_skipped(void)
 	sslr_tls12_warned = true;
 	sslr_warn_pending = true;
 	sslr_deferred_work = true;
-	sslr_count_event(&sslr_my_slot->stats.tally.rekeys_skipped, 1);
+	sslr_count(&sslr_my_slot->stats.tally.rekeys_skipped, 1);
 }
 
 /* Inbound record path: a threshold was crossed, or the policy changed. */
@@ -808,14 +919,14 @@ sslr_receive_attention(SSL *ssl)
 	{
 		if (sslr_tls13)
 			sslr_request_peer_update(ssl);
-		else if (sslr_tls12_policy == SSLR_TLS12_RENEGOTIATE)
+		else if (sslr_tls12_action() == SSLR_TLS12_RENEGOTIATE)
 		{
 			if (sslr_start_renegotiation(ssl))
 				sslr_deferred_work = true;	/* finish it before we answer */
 			else
 				sslr_rotation_failed(SSLR_RECEIVED);
 		}
-		else if (sslr_tls12_policy == SSLR_TLS12_WARN)
+		else if (sslr_tls12_action() == SSLR_TLS12_WARN)
 			sslr_limit_skipped();
 		else
 			sslr_defer_termination(ssl, SSLR_END_TLS12);
@@ -878,6 +989,33 @@ sslr_verify_peer_unchanged(void)
 }
 
 static void
+sslr_log_cipher_change(void)
+{
+	char		limit[64];
+
+	if (sslr_cipher_record_limit == SSLR_NO_LIMIT)
+		strlcpy(limit, "no record limit", sizeof(limit));
+	else
+		snprintf(limit, sizeof(limit), "a new key every %lld records at most",
+				 (long long) sslr_cipher_record_limit);
+	ereport(LOG_SERVER_ONLY,
+			(errmsg("ssl_renegotiate: TLS renegotiation of pid %d changed the cipher from %s to %s",
+					MyProcPid, sslr_previous_cipher, sslr_my_slot->cipher),
+			 errdetail("The new cipher's confidentiality limit applies: %s.", limit),
+			 errhidestmt(true), errhidecontext(true)));
+}
+
+static void
+sslr_log_renegotiation_unanswered(void)
+{
+	ereport(LOG_SERVER_ONLY,
+			(errmsg("ssl_renegotiate: client of pid %d did not answer the TLS renegotiation request within %d ms; the connection goes on under its current keys",
+					MyProcPid, SSLR_RENEGOTIATION_WAIT_MS),
+			 errdetail("The server waits for it no more; the client may still answer later."),
+			 errhidestmt(true), errhidecontext(true)));
+}
+
+static void
 sslr_deferred(void)
 {
 	sslr_deferred_work = false;
@@ -888,6 +1026,16 @@ sslr_deferred(void)
 	}
 	if (sslr_log_queued > 0 || sslr_log_dropped > 0)
 		sslr_flush_deferred_logs();
+	if (sslr_warn_pending && sslr_tls12_policy == SSLR_TLS12_RENEGOTIATE)
+	{
+		sslr_warn_pending = false;
+		ereport(LOG_SERVER_ONLY,
+				(errmsg("ssl_renegotiate: TLS 1.2 walsender of pid %d reached ssl_renegotiate.limit and goes on under its current keys",
+						MyProcPid),
+				 errdetail("A walsender is never renegotiated: it writes without blocking, and OpenSSL cannot renegotiate across a pending write; this is logged once per connection."),
+				 errhint("Use TLS 1.3 for replication connections, or set ssl_renegotiate.tls12 to \"terminate\"."),
+				 errhidestmt(true), errhidecontext(true)));
+	}
 	if (sslr_warn_pending)
 	{
 		sslr_warn_pending = false;
@@ -896,6 +1044,16 @@ sslr_deferred(void)
 						MyProcPid),
 				 errdetail("ssl_renegotiate.tls12 is \"warn\"; this is logged once per connection."),
 				 errhidestmt(true), errhidecontext(true)));
+	}
+	if (sslr_cipher_change_pending)
+	{
+		sslr_cipher_change_pending = false;
+		sslr_log_cipher_change();
+	}
+	if (sslr_renegotiation_unanswered)
+	{
+		sslr_renegotiation_unanswered = false;
+		sslr_log_renegotiation_unanswered();
 	}
 	if (sslr_verify_peer_pending)
 	{
@@ -926,9 +1084,9 @@ sslr_send_point_slow(bool may_block)
 		{
 			if (sslr_tls13)
 				sslr_send_key_update();
-			else if (sslr_tls12_policy == SSLR_TLS12_RENEGOTIATE)
+			else if (sslr_tls12_action() == SSLR_TLS12_RENEGOTIATE)
 				sslr_renegotiate_now(may_block);
-			else if (sslr_tls12_policy == SSLR_TLS12_WARN)
+			else if (sslr_tls12_action() == SSLR_TLS12_WARN)
 				sslr_limit_skipped();
 			else
 				sslr_terminate(SSLR_SENT, SSLR_END_TLS12);
@@ -939,7 +1097,7 @@ sslr_send_point_slow(bool may_block)
 		/* one started on the inbound path, or one that was cut short */
 		if (sslr_renegotiating && may_block)
 			sslr_drive_renegotiation();
-		if (sslr_renegotiating)
+		if (sslr_renegotiating && !sslr_renegotiation_waited)
 			sslr_deferred_work = true;	/* look again at the next point */
 		sslr_recompute();
 	}
@@ -1004,17 +1162,32 @@ sslr_comm_putmessage(char msgtype, const char *s, size_t len)
 {
 	if (sslr_connection_lost())
 		return EOF;
-	sslr_send_point(true);
+	if (likely(!sslr_in_noblock))
+		sslr_send_point(true);
 	return sslr_prev_comm->putmessage(msgtype, s, len);
 }
 
+/*
+ * PostgreSQL's putmessage_noblock makes room in its buffer and then calls
+ * putmessage through PqCommMethods: that inner call is the same message,
+ * already past its (non-blocking) safe point.
+ */
 static void
 sslr_comm_putmessage_noblock(char msgtype, const char *s, size_t len)
 {
 	if (sslr_connection_lost())
 		return;
 	sslr_send_point(false);
-	sslr_prev_comm->putmessage_noblock(msgtype, s, len);
+	sslr_in_noblock = true;
+	PG_TRY();
+	{
+		sslr_prev_comm->putmessage_noblock(msgtype, s, len);
+	}
+	PG_FINALLY();
+	{
+		sslr_in_noblock = false;
+	}
+	PG_END_TRY();
 }
 
 /* ---------------------------------------------------------------------
@@ -1086,12 +1259,14 @@ sslr_log_deferred_termination(void)
 {
 	if (sslr_deferred_termination == SSLR_END_NONE)
 		return;
-	if (sslr_deferred_termination == SSLR_END_KEY_UPDATE_RUN)
+	if (sslr_deferred_termination == SSLR_END_KEY_UPDATE_FLOOD)
 		ereport(LOG_SERVER_ONLY,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("ssl_renegotiate: terminated connection of pid %d: the client sent %lld key updates in a row, more than ssl_renegotiate.max_peer_key_updates (%d)",
+				 errmsg("ssl_renegotiate: terminated connection of pid %d: the client sent %lld key updates unasked, faster than ssl_renegotiate.max_peer_key_updates (%d) allows",
 						MyProcPid, (long long) sslr_deferred_termination_bytes,
 						sslr_max_peer_key_updates),
+				 errdetail("A client may send that many at once, and one more for every %d bytes it sends and every second.",
+						   SSLR_PEER_UPDATE_BYTES),
 				 errhidestmt(true), errhidecontext(true)));
 	else if (sslr_deferred_termination == SSLR_END_TLS12)
 		ereport(LOG_SERVER_ONLY,

@@ -3,8 +3,23 @@
  * shmem.c
  *	  Per-backend slots and cluster totals in shared memory.
  *
- * There is one slot per possible backend (MaxBackends), indexed by
- * MyBackendId - 1, so walsenders have slots too.
+ * There is one slot per possible backend (MaxBackends), indexed by the
+ * backend's number, so walsenders have slots too.
+ *
+ * Where a connection's counts live:
+ *	- Before authentication (the TLS handshake, the startup packet) a
+ *	  backend counts into a backend-local slot *and*, with atomics, straight
+ *	  into the shared "early" sums: such a backend may have no PGPROC (so no
+ *	  LWLock), and it may leave by _exit() (startup packet timeout, SIGTERM
+ *	  during start-up), which runs no exit callback.  The connection itself
+ *	  is counted there at its first record.
+ *	- From authentication on it counts into its shared slot.  Attaching
+ *	  copies the local counts into the slot and records them as the slot's
+ *	  baseline: that part is in the early sums already.
+ *	- At exit the slot's counts less its baseline are folded into the
+ *	  totals; later traffic (the closing alert) is counted locally only.
+ * So "totals + early sums + each live slot less its baseline" counts every
+ * byte exactly once, and none of the three ever decreases.
  *
  * Locking rules:
  *	- A slot is written only by the backend that owns it, with no lock: the
@@ -12,21 +27,14 @@
  *	  in progress"), and readers copy the slot and retry until they saw the
  *	  same even changecount on both sides of the copy.  The owner is never
  *	  blocked by a reader.
- *	- The totals are guarded by the extension's LWLock.  Attaching or
- *	  detaching a slot (pid set or cleared) also happens under the lock held
- *	  exclusively, so a reader holding it shared sees every connection
- *	  exactly once: either live in a slot or folded into the totals.
- *	- Backends that never took a slot (handshake failed, login rejected
- *	  before authentication ran) add their counts at exit with atomics: they
- *	  may have no PGPROC, so no LWLock.
- *	- The totals hold the exited backends' sums minus a baseline taken at
- *	  reset from the then-live backends and the unattached sums, so that
- *	  "totals = folded + unattached + live" counts everything since the
- *	  last reset.
- *
- * Before a backend's connection reaches authentication (the TLS handshake)
- * it counts into a backend-local slot; attaching copies those counts into
- * the shared slot.
+ *	- The totals and the baselines are guarded by the extension's LWLock.
+ *	  Attaching or detaching a slot (pid set or cleared) happens under the
+ *	  lock held exclusively, so a reader holding it shared sees every
+ *	  connection's post-authentication counts exactly once: live in a slot
+ *	  or folded into the totals.
+ *	- The early sums are atomics, added to without any lock.
+ *	- A reset zeroes the totals less the early sums, and makes each live
+ *	  slot's current counts its baseline.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -46,35 +54,40 @@
 #include "compat.h"
 #include "ssl_renegotiate.h"
 
-/*
- * Connections that ended before taking a slot (TLS handshake failed, login
- * rejected before authentication ran): added with atomics, because such a
- * backend may have no PGPROC and so cannot take the LWLock.
- */
-typedef struct SslrUnattached
+/* Counts of connections before authentication: see the file header. */
+typedef struct SslrEarly
 {
 	pg_atomic_uint64 connections;
 	pg_atomic_uint64 tally[SSLR_TALLY_FIELDS];
-} SslrUnattached;
+} SslrEarly;
+
+typedef struct SslrEntry
+{
+	SslrSlot	slot;			/* written by its owner only */
+	SslrTally	baseline;		/* under the lock: counted elsewhere already */
+} SslrEntry;
 
 typedef struct SslrShared
 {
 	LWLock	   *lock;
-	SslrTotals	totals;
-	SslrUnattached unattached;
-	SslrSlot	slots[FLEXIBLE_ARRAY_MEMBER];
+	SslrTotals	totals;			/* exited backends, less the reset baseline */
+	SslrEarly	early;
+	SslrEntry	entries[FLEXIBLE_ARRAY_MEMBER];
 } SslrShared;
 
 static SslrShared *sslr_shared = NULL;
 
 /* Counts of the handshake, and of the time after detaching. */
 static SslrSlot sslr_local_slot;
-static bool sslr_attached_once = false;
+static SslrEntry *sslr_my_entry = NULL;
+
+/* Still before authentication: counts go to the early sums too. */
+static bool sslr_early = true;
+static bool sslr_early_connection_counted = false;
 
 SslrSlot   *sslr_my_slot = &sslr_local_slot;
 
 static void sslr_detach_slot(int code, Datum arg);
-static void sslr_count_unattached(int code, Datum arg);
 
 StaticAssertDecl(sizeof(SslrTally) % sizeof(int64) == 0,
 				 "SslrTally must consist of int64 members only");
@@ -82,8 +95,8 @@ StaticAssertDecl(sizeof(SslrTally) % sizeof(int64) == 0,
 Size
 sslr_shmem_size(void)
 {
-	return add_size(offsetof(SslrShared, slots),
-					mul_size(MaxBackends, sizeof(SslrSlot)));
+	return add_size(offsetof(SslrShared, entries),
+					mul_size(MaxBackends, sizeof(SslrEntry)));
 }
 
 void
@@ -104,9 +117,9 @@ sslr_shmem_startup(void)
 	{
 		memset(sslr_shared, 0, sslr_shmem_size());
 		sslr_shared->lock = &(GetNamedLWLockTranche("ssl_renegotiate"))->lock;
-		pg_atomic_init_u64(&sslr_shared->unattached.connections, 0);
+		pg_atomic_init_u64(&sslr_shared->early.connections, 0);
 		for (int i = 0; i < (int) SSLR_TALLY_FIELDS; i++)
-			pg_atomic_init_u64(&sslr_shared->unattached.tally[i], 0);
+			pg_atomic_init_u64(&sslr_shared->early.tally[i], 0);
 		sslr_shared->totals.stats_reset = GetCurrentTimestamp();
 	}
 	LWLockRelease(AddinShmemInitLock);
@@ -134,6 +147,56 @@ sslr_tally_add(SslrTally *dst, const SslrTally *src, int sign)
 		d[i] += sign * s[i];
 }
 
+/* Index of a member of this backend's tally, as in SslrEarly.tally. */
+static inline int
+sslr_tally_field(const int64 *member)
+{
+	const int64 *first = (const int64 *) &sslr_my_slot->stats.tally;
+
+	Assert(member >= first && member < first + SSLR_TALLY_FIELDS);
+	return (int) (member - first);
+}
+
+/*
+ * One record before authentication, already counted in the local slot:
+ * add it to the early sums, and count the connection at its first record.
+ */
+void
+sslr_count_early_record(SslrDirection dir, int64 wire_bytes)
+{
+	SslrEarly  *early;
+
+	if (sslr_shared == NULL || !sslr_early)
+		return;
+	early = &sslr_shared->early;
+	if (!sslr_early_connection_counted)
+	{
+		sslr_early_connection_counted = true;
+		pg_atomic_fetch_add_u64(&early->connections, 1);
+	}
+	pg_atomic_fetch_add_u64(&early->tally[sslr_tally_field(&sslr_local_slot.stats.tally.bytes[dir])],
+							(uint64) wire_bytes);
+	pg_atomic_fetch_add_u64(&early->tally[sslr_tally_field(&sslr_local_slot.stats.tally.records[dir])], 1);
+}
+
+/*
+ * Add to one of this backend's tally counters (a member of
+ * sslr_my_slot->stats.tally); before authentication to the early sums too.
+ */
+void
+sslr_count(int64 *counter, int64 amount)
+{
+	SslrSlot   *slot = sslr_my_slot;
+	int			field = sslr_tally_field(counter);
+
+	SSLR_BEGIN_WRITE(slot);
+	*counter += amount;
+	SSLR_END_WRITE(slot);
+
+	if (sslr_early && sslr_shared != NULL)
+		pg_atomic_fetch_add_u64(&sslr_shared->early.tally[field], (uint64) amount);
+}
+
 /*
  * Take this backend's shared slot, carrying over what the handshake
  * counted, and arrange for its counts to reach the totals at exit.
@@ -141,27 +204,29 @@ sslr_tally_add(SslrTally *dst, const SslrTally *src, int sign)
 void
 sslr_attach_slot(Port *port)
 {
-	SslrSlot   *slot;
+	SslrEntry  *entry;
 	int			index = SSLR_MY_BACKEND_INDEX;
 
-	if (sslr_shared == NULL || sslr_my_slot != &sslr_local_slot)
+	if (sslr_shared == NULL || sslr_my_entry != NULL)
 		return;
 	if (index < 0 || index >= MaxBackends)
 		elog(ERROR, "ssl_renegotiate: backend index %d out of range", index);
 
-	slot = &sslr_shared->slots[index];
+	entry = &sslr_shared->entries[index];
 
 	LWLockAcquire(sslr_shared->lock, LW_EXCLUSIVE);
-	SSLR_BEGIN_WRITE(slot);
-	slot->pid = MyProcPid;
-	slot->userid = InvalidOid;	/* not known yet: see sslr_publish_userid */
-	slot->is_walsender = am_walsender;
-	strlcpy(slot->version, SSL_get_version(port->ssl), sizeof(slot->version));
-	strlcpy(slot->cipher, SSL_get_cipher_name(port->ssl), sizeof(slot->cipher));
-	slot->stats = sslr_local_slot.stats;
-	sslr_my_slot = slot;
-	sslr_attached_once = true;
-	SSLR_END_WRITE(slot);
+	SSLR_BEGIN_WRITE(&entry->slot);
+	entry->slot.pid = MyProcPid;
+	entry->slot.userid = InvalidOid;	/* not known yet: see sslr_publish_userid */
+	entry->slot.is_walsender = am_walsender;
+	strlcpy(entry->slot.version, SSL_get_version(port->ssl), sizeof(entry->slot.version));
+	strlcpy(entry->slot.cipher, SSL_get_cipher_name(port->ssl), sizeof(entry->slot.cipher));
+	entry->slot.stats = sslr_local_slot.stats;
+	SSLR_END_WRITE(&entry->slot);
+	entry->baseline = sslr_local_slot.stats.tally;
+	sslr_my_entry = entry;
+	sslr_my_slot = &entry->slot;
+	sslr_early = false;
 	LWLockRelease(sslr_shared->lock);
 
 	before_shmem_exit(sslr_detach_slot, (Datum) 0);
@@ -187,6 +252,21 @@ sslr_publish_userid(void)
 }
 
 /*
+ * The protocol version and cipher in force, after a renegotiation changed
+ * them.  Only string copies: this runs inside OpenSSL's callbacks.
+ */
+void
+sslr_publish_cipher(SSL *ssl)
+{
+	SslrSlot   *slot = sslr_my_slot;
+
+	SSLR_BEGIN_WRITE(slot);
+	strlcpy(slot->version, SSL_get_version(ssl), sizeof(slot->version));
+	strlcpy(slot->cipher, SSL_get_cipher_name(ssl), sizeof(slot->cipher));
+	SSLR_END_WRITE(slot);
+}
+
+/*
  * At backend exit: fold the slot into the totals and free it.  Anything the
  * connection still carries afterwards (the closing alert) is counted
  * locally only.
@@ -194,70 +274,23 @@ sslr_publish_userid(void)
 static void
 sslr_detach_slot(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
 {
-	SslrSlot   *slot = sslr_my_slot;
+	SslrEntry  *entry = sslr_my_entry;
 
-	if (slot == &sslr_local_slot)
+	if (entry == NULL || sslr_my_slot == &sslr_local_slot)
 		return;
 
 	sslr_rekey_at_exit();
 
 	LWLockAcquire(sslr_shared->lock, LW_EXCLUSIVE);
-	sslr_tally_add(&sslr_shared->totals.tally, &slot->stats.tally, 1);
-	sslr_shared->totals.connections++;
-	sslr_local_slot = *slot;
+	sslr_tally_add(&sslr_shared->totals.tally, &entry->slot.stats.tally, 1);
+	sslr_tally_add(&sslr_shared->totals.tally, &entry->baseline, -1);
+	memset(&entry->baseline, 0, sizeof(entry->baseline));
+	sslr_local_slot = entry->slot;
 	sslr_my_slot = &sslr_local_slot;
-	SSLR_BEGIN_WRITE(slot);
-	slot->pid = 0;
-	SSLR_END_WRITE(slot);
+	SSLR_BEGIN_WRITE(&entry->slot);
+	entry->slot.pid = 0;
+	SSLR_END_WRITE(&entry->slot);
 	LWLockRelease(sslr_shared->lock);
-}
-
-/*
- * A TLS handshake began in this backend: make sure its counts reach the
- * totals even if it never gets to authentication.
- */
-void
-sslr_connection_started(void)
-{
-	static bool registered = false;
-
-	if (registered || sslr_shared == NULL)
-		return;
-	registered = true;
-
-	/*
-	 * Not before_shmem_exit: this may run before InitProcess, which insists
-	 * that no shared-memory exit callback exists yet.  on_proc_exit runs
-	 * later, with the (inherited) mapping of shared memory still in place.
-	 */
-	on_proc_exit(sslr_count_unattached, (Datum) 0);
-}
-
-/*
- * At exit of a backend that never attached a slot (an attached one was
- * folded by sslr_detach_slot, a before_shmem_exit callback, so earlier).
- */
-static void
-sslr_count_unattached(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
-{
-	const int64 *t = (const int64 *) &sslr_local_slot.stats.tally;
-
-	if (sslr_attached_once)
-		return;
-	for (int i = 0; i < (int) SSLR_TALLY_FIELDS; i++)
-		pg_atomic_fetch_add_u64(&sslr_shared->unattached.tally[i], (uint64) t[i]);
-	pg_atomic_fetch_add_u64(&sslr_shared->unattached.connections, 1);
-}
-
-/* The unattached connections' sums, as a tally. */
-static int64
-sslr_read_unattached(SslrTally *tally)
-{
-	int64	   *t = (int64 *) tally;
-
-	for (int i = 0; i < (int) SSLR_TALLY_FIELDS; i++)
-		t[i] = (int64) pg_atomic_read_u64(&sslr_shared->unattached.tally[i]);
-	return (int64) pg_atomic_read_u64(&sslr_shared->unattached.connections);
 }
 
 /*
@@ -267,7 +300,7 @@ sslr_read_unattached(SslrTally *tally)
 void
 sslr_read_slot(int index, SslrSlot *copy)
 {
-	volatile SslrSlot *slot = &sslr_shared->slots[index];
+	volatile SslrSlot *slot = &sslr_shared->entries[index].slot;
 
 	for (;;)
 	{
@@ -285,55 +318,90 @@ sslr_read_slot(int index, SslrSlot *copy)
 	}
 }
 
-/* Totals since the last reset: exited backends plus live ones. */
-void
-sslr_read_totals(SslrTotals *totals)
+/* The early sums, as a tally; returns their connection count. */
+static int64
+sslr_read_early(SslrTally *tally)
 {
-	SslrSlot	copy;
+	int64	   *t = (int64 *) tally;
 
-	SslrTally	unattached;
+	for (int i = 0; i < (int) SSLR_TALLY_FIELDS; i++)
+		t[i] = (int64) pg_atomic_read_u64(&sslr_shared->early.tally[i]);
+	return (int64) pg_atomic_read_u64(&sslr_shared->early.connections);
+}
+
+/* What a live backend has counted since attaching (or the last reset). */
+typedef struct SslrLiveTally
+{
+	Oid			userid;
+	SslrTally	tally;
+} SslrLiveTally;
+
+/*
+ * Totals since the last reset: exited backends, connections before
+ * authentication, and the live backends for which include(userid) says
+ * yes.  The slots are copied under the lock and judged after it is
+ * released, so that include may do catalog lookups.
+ */
+void
+sslr_read_totals(SslrTotals *totals, bool (*include) (Oid userid))
+{
+	SslrLiveTally *live = palloc(sizeof(SslrLiveTally) * MaxBackends);
+	int			nlive = 0;
+	SslrSlot	copy;
+	SslrTally	early;
 
 	LWLockAcquire(sslr_shared->lock, LW_SHARED);
 	*totals = sslr_shared->totals;
-	totals->connections += sslr_read_unattached(&unattached);
-	sslr_tally_add(&totals->tally, &unattached, 1);
+	totals->connections += sslr_read_early(&early);
+	sslr_tally_add(&totals->tally, &early, 1);
 	for (int i = 0; i < MaxBackends; i++)
 	{
-		if (sslr_shared->slots[i].pid == 0)
+		SslrEntry  *entry = &sslr_shared->entries[i];
+
+		if (entry->slot.pid == 0)
 			continue;
 		sslr_read_slot(i, &copy);
 		if (copy.pid == 0)
 			continue;
-		sslr_tally_add(&totals->tally, &copy.stats.tally, 1);
-		totals->connections++;
+		live[nlive].userid = copy.userid;
+		live[nlive].tally = copy.stats.tally;
+		sslr_tally_add(&live[nlive].tally, &entry->baseline, -1);
+		nlive++;
 	}
 	LWLockRelease(sslr_shared->lock);
+
+	for (int i = 0; i < nlive; i++)
+		if (include(live[i].userid))
+			sslr_tally_add(&totals->tally, &live[i].tally, 1);
+	pfree(live);
 }
 
 /*
  * Zero the totals.  Live backends keep their own counters (only they may
- * write them), so their current counts become a negative baseline.
+ * write them), so their current counts become their baselines; the early
+ * sums become a negative part of the totals.
  */
 void
 sslr_reset_totals(void)
 {
 	SslrSlot	copy;
-	SslrTally	unattached;
+	SslrTally	early;
 	SslrTotals *totals = &sslr_shared->totals;
 
 	LWLockAcquire(sslr_shared->lock, LW_EXCLUSIVE);
 	memset(totals, 0, sizeof(SslrTotals));
-	totals->connections -= sslr_read_unattached(&unattached);
-	sslr_tally_add(&totals->tally, &unattached, -1);
+	totals->connections -= sslr_read_early(&early);
+	sslr_tally_add(&totals->tally, &early, -1);
 	for (int i = 0; i < MaxBackends; i++)
 	{
-		if (sslr_shared->slots[i].pid == 0)
+		SslrEntry  *entry = &sslr_shared->entries[i];
+
+		if (entry->slot.pid == 0)
 			continue;
 		sslr_read_slot(i, &copy);
 		if (copy.pid == 0)
 			continue;
-		sslr_tally_add(&totals->tally, &copy.stats.tally, -1);
-		totals->connections--;
+		entry->baseline = copy.stats.tally;
 	}
 	totals->stats_reset = GetCurrentTimestamp();
 	LWLockRelease(sslr_shared->lock);

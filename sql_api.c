@@ -6,7 +6,11 @@
  *
  * Visibility follows pg_stat_activity: every TLS backend is listed with its
  * pid, but its counters are NULL unless the caller has pg_read_all_stats or
- * the privileges of the backend's role.
+ * the privileges of the backend's role.  The totals follow the same rule:
+ * they add a live backend's traffic only if the caller may see its row;
+ * everything else they hold was folded in at a backend's exit, or counted
+ * before authentication, when a connection has no role yet (README,
+ * "Who sees what").
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -146,7 +150,7 @@ ssl_renegotiate_totals_1_0(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
-	sslr_read_totals(&totals);
+	sslr_read_totals(&totals, sslr_may_see);
 
 	values[c++] = Int64GetDatum(totals.connections);
 	values[c++] = Int64GetDatum(t->bytes[SSLR_SENT]);

@@ -73,34 +73,21 @@ sslr_shmem_startup_hook(void)
 	sslr_shmem_startup();
 }
 
-/*
- * Called once per handshake (and renegotiation) as the ClientHello arrives:
- * the earliest point at which a backend knows it serves a TLS connection.
- */
-static int
-sslr_client_hello_cb(SSL *ssl pg_attribute_unused(), int *alert pg_attribute_unused(),
-					 void *arg pg_attribute_unused())
-{
-	sslr_connection_started();
-	return SSL_CLIENT_HELLO_SUCCESS;
-}
-
-/* Every connection made from this context inherits our callbacks. */
+/* Every connection made from this context starts with our callback. */
 static void
 sslr_openssl_tls_init_hook(SSL_CTX *context, bool isServerStart)
 {
 	if (prev_openssl_tls_init_hook)
 		prev_openssl_tls_init_hook(context, isServerStart);
-	SSL_CTX_set_msg_callback(context, sslr_msg_callback);
-	SSL_CTX_set_client_hello_cb(context, sslr_client_hello_cb, NULL);
+	SSL_CTX_set_msg_callback(context, sslr_msg_callback_early);
 }
 
 /*
  * The TLS handshake is over and the backend has a PGPROC: the earliest
  * point where a TLS connection can take its shared slot.  Logins that fail
  * in the authentication method pass here too; those rejected before it
- * (pg_hba "reject", no pg_hba line) and failed handshakes are counted at
- * exit instead (sslr_connection_started).
+ * (pg_hba "reject", no pg_hba line) and failed handshakes stay counted in
+ * the early sums only (see shmem.c).
  */
 static void
 sslr_client_authentication_hook(Port *port, int status)
@@ -111,6 +98,7 @@ sslr_client_authentication_hook(Port *port, int status)
 	if (port->ssl_in_use && port->ssl != NULL)
 	{
 		sslr_attach_slot(port);
+		sslr_accounting_attached(port->ssl);
 		sslr_rekey_start(port);
 	}
 }
@@ -179,8 +167,8 @@ sslr_define_settings(void)
 							 NULL, sslr_assign_log_rekeys, NULL);
 
 	DefineCustomIntVariable("ssl_renegotiate.max_peer_key_updates",
-							"Ends a TLS 1.3 connection whose client sends more than this many key updates in a row.",
-							"Key updates with no other record between them count as a row. 0 turns the bound off.",
+							"Ends a TLS 1.3 connection whose client sends key updates unasked faster than this burst allows.",
+							"A client may send this many at once, and one more for every 16 kB it sends and every second. 0 turns the bound off.",
 							&sslr_max_peer_key_updates,
 							32, 0, INT_MAX,
 							PGC_SUSET,

@@ -120,18 +120,21 @@ extern Size sslr_shmem_size(void);
 extern void sslr_shmem_request(void);
 extern void sslr_shmem_startup(void);
 extern bool sslr_shmem_ready(void);
-extern void sslr_connection_started(void);
+extern void sslr_count_early_record(SslrDirection dir, int64 wire_bytes);
+extern void sslr_count(int64 *counter, int64 amount);
 extern void sslr_attach_slot(Port *port);
 extern bool sslr_publish_userid(void);
+extern void sslr_publish_cipher(SSL *ssl);
 extern void sslr_read_slot(int index, SslrSlot *copy);
 extern int	sslr_slot_count(void);
-extern void sslr_read_totals(SslrTotals *totals);
+extern void sslr_read_totals(SslrTotals *totals, bool (*include) (Oid userid));
 extern void sslr_reset_totals(void);
 extern void sslr_tally_add(SslrTally *dst, const SslrTally *src, int sign);
 
 /* accounting.c */
-extern void sslr_msg_callback(int write_p, int version, int content_type,
-							  const void *buf, size_t len, SSL *ssl, void *arg);
+extern void sslr_msg_callback_early(int write_p, int version, int content_type,
+									const void *buf, size_t len, SSL *ssl, void *arg);
+extern void sslr_accounting_attached(SSL *ssl);
 
 /* rekey.c */
 extern void sslr_rekey_start(Port *port);

@@ -6,9 +6,10 @@
 # What this proves, on a TLS node with the extension preloaded:
 #
 #  1. A TLS 1.3 client sending 1000 KeyUpdate(update_not_requested) in a
-#     row (more than ssl_renegotiate.max_peer_key_updates = 32) is ended:
+#     row (more than ssl_renegotiate.max_peer_key_updates = 32, the burst a
+#     client may send at once) is ended:
 #     its query after the flood gets no answer, the server log says why
-#     ("... sent 33 key updates in a row, more than ... (32)"),
+#     ("... sent 33 key updates unasked, faster than ... (32) allows"),
 #     totals.terminations grows by 1 and totals.rekeys_received by >= 33
 #     (the flood was counted), and other sessions go on.
 #  2. The same with update_requested (the server answers each with a
@@ -19,7 +20,11 @@
 #     the server stops at the bound instead of processing the whole run.
 #  3. 20 KeyUpdates in a row (<= 32) are fine: the query is answered and
 #     the activity row shows rekeys_received = 20.
-#  4. 100 KeyUpdates each followed by a query (not "in a row") are fine.
+#  4. The bound is a budget, not a run: a client that sends a KeyUpdate
+#     before every byte of a 5,000-byte query (never two in a row) is
+#     ended just the same, after about 32; 30 KeyUpdates each followed by a
+#     query are fine; and a client rotating its key every 64 kB through a
+#     20 MB COPY FROM (320 rotations) is never ended.
 #  5. With max_peer_key_updates = 0 (off) the 1000-flood is fine; so is
 #     a 1000-flood sent before authentication, and those rotations are
 #     counted in rekeys_received like the others ("every key rotation").
@@ -61,7 +66,6 @@
 use strict;
 use warnings FATAL => 'all';
 
-use File::Basename qw(dirname);
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -74,20 +78,7 @@ my $MB = 1024 * 1024;
 # ---------------------------------------------------------------------
 # The client
 # ---------------------------------------------------------------------
-my $tmp  = PostgreSQL::Test::Utils::tempdir('hostile');
-my $src  = dirname(__FILE__) . '/peer/hostile_peer.c';
-my $peer = "$tmp/hostile_peer";
-{
-	my ($out, $err) = ('', '');
-	my $ok = IPC::Run::run(
-		[
-			'cc', '-O1', '-Wall', '-Wextra', '-Werror', '-o', $peer, $src,
-			'-lssl', '-lcrypto'
-		],
-		'<', \undef, '>', \$out, '2>', \$err);
-	ok($ok && -x $peer, 'hostile_peer.c compiles with -Wall -Wextra -Werror')
-	  or BAIL_OUT("cannot build hostile_peer: $out$err");
-}
+my $peer = build_hostile_peer();
 
 # ---------------------------------------------------------------------
 # The node
@@ -98,69 +89,7 @@ $node->safe_psql('postgres',
 	'CREATE EXTENSION ssl_renegotiate; CREATE TABLE hp_copy (x text);');
 my $stats_reset0 = totals_row($node)->{stats_reset};
 
-# Run the client; returns a hashref of its key=value lines (the last of
-# each key wins; io_error lines are joined) plus _out and _err.  %opts:
-# args => [...], holds => { name => sub { my ($facts) = @_; ... } } called
-# at each hold point (with --hold, added automatically).
-sub run_peer
-{
-	my (%o) = @_;
-	my @cmd = ($peer, '--port', $node->port);
-	push @cmd, '--hold' if $o{holds};
-	push @cmd, @{ $o{args} };
-	my ($in, $out, $err) = ('', '', '');
-	my $h = IPC::Run::start(\@cmd, '<', \$in, '>', \$out, '2>', \$err,
-		IPC::Run::timeout(150));
-	eval {
-		my $seen = 0;
-		while (1)
-		{
-			my @holds = ($out =~ /^hold=(\S+)$/mg);
-			if (@holds > $seen)
-			{
-				my $name = $holds[ $seen++ ];
-				my $cb   = $o{holds} && $o{holds}{$name};
-				$cb->(parse_peer($out)) if $cb;
-				$in .= "go\n";
-				next;
-			}
-			last if $out =~ /^result=/m;
-			last unless $h->pumpable;
-			$h->pump;
-		}
-		$h->finish;
-		1;
-	} or do {
-		my $e = $@;
-		$h->kill_kill;
-		$out .= "\nresult=harness_error\n";
-		diag("hostile_peer @cmd: $e");
-	};
-	my $r = parse_peer($out);
-	$r->{_err} = $err;
-	note("hostile_peer @{ $o{args} }:\n$out" . ($err ne '' ? "stderr: $err" : ''));
-	return $r;
-}
-
-sub parse_peer
-{
-	my ($out) = @_;
-	my %r = (_out => $out, io_error => '');
-	for my $line (split /\n/, $out)
-	{
-		next unless $line =~ /^(\w+)=(.*)$/;
-		if ($1 eq 'io_error')
-		{
-			$r{io_error} .= "$2; ";
-		}
-		else
-		{
-			$r{$1} = $2;
-		}
-	}
-	$r{result} //= '(none)';
-	return \%r;
-}
+sub run_peer { return run_hostile_peer($peer, $node, @_); }
 
 # ALTER SYSTEM SET/RESET ssl_renegotiate.* and wait until new sessions see
 # it.  Pairs of name => [value, as SHOW prints it]; undef value = RESET.
@@ -239,8 +168,8 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	my $log = log_since($pos);
 	like(
 		$log,
-		qr/ssl_renegotiate: terminated connection of pid $pid: the client sent 33 key updates in a row, more than ssl_renegotiate\.max_peer_key_updates \(32\)/,
-		"$flood 1000: server log says why (33 in a row > 32)");
+		qr/ssl_renegotiate: terminated connection of pid $pid: the client sent 33 key updates unasked, faster than ssl_renegotiate\.max_peer_key_updates \(32\) allows/,
+		"$flood 1000: server log says why (33 at once > 32)");
 
 	my $t1 = totals_row($node);
 	is(delta($t0, $t1, 'terminations'), 1,
@@ -297,7 +226,7 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	isnt($r->{query_result}, 'ok', 'backlog: the connection was ended');
 	ok(wait_gone($r->{pid}), 'backlog: backend exited');
 	like(log_since($pos),
-		qr/terminated connection of pid $r->{pid}: the client sent 33 key updates in a row/,
+		qr/terminated connection of pid $r->{pid}: the client sent 33 key updates unasked/,
 		'backlog: ended for max_peer_key_updates');
 	my $t1 = totals_row($node);
 	my $processed = delta($t0, $t1, 'rekeys_received');
@@ -332,22 +261,69 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 }
 
 # ---------------------------------------------------------------------
-# 4. spaced: a query between KeyUpdates, so never "in a row"
+# 4. a budget, not a run
 # ---------------------------------------------------------------------
+{
+	# a KeyUpdate before each byte of a query: never two in a row
+	my $t0  = totals_row($node);
+	my $pos = log_pos();
+	my $r   = run_peer(args => [ 'keyupdate-interleaved', 5000 ]);
+	isnt($r->{query_result}, 'ok',
+		'interleaved 5000: the query is not answered');
+	like($r->{result}, qr/^(closed|tls_error)$/,
+		'interleaved 5000: the client sees its connection closed');
+	ok(wait_gone($r->{pid}), 'interleaved 5000: backend exited');
+	like(log_since($pos),
+		qr/terminated connection of pid $r->{pid}: the client sent \d+ key updates unasked, faster than ssl_renegotiate\.max_peer_key_updates \(32\) allows/,
+		'interleaved 5000: server log says why');
+	my $t1 = totals_row($node);
+	is(delta($t0, $t1, 'terminations'), 1,
+		'interleaved 5000: totals.terminations grew by 1');
+	my $processed = delta($t0, $t1, 'rekeys_received');
+	note "interleaved: the client sent $r->{key_updates_sent} KeyUpdates, the server processed $processed";
+	cmp_ok($processed, '>', 32,
+		'interleaved 5000: the burst of 32 was allowed');
+	cmp_ok($processed, '<=', 40,
+		'interleaved 5000: ended at the budget (1-byte records earn almost nothing)');
+}
 {
 	my $t0 = totals_row($node);
 	my $row;
 	my $r = run_peer(
-		args  => [ 'keyupdate-spaced', 100 ],
+		args  => [ 'keyupdate-spaced', 30 ],
 		holds => { end => sub { $row = activity_row($node, $_[0]->{pid}) } });
-	is($r->{key_updates_sent}, 100,  'spaced 100: all KeyUpdates sent');
-	is($r->{queries_answered}, 100,  'spaced 100: every query answered');
-	is($r->{result},           'ok', 'spaced 100: not ended');
+	is($r->{key_updates_sent}, 30,   'spaced 30: all KeyUpdates sent');
+	is($r->{queries_answered}, 30,   'spaced 30: every query answered');
+	is($r->{result},           'ok', 'spaced 30: not ended');
 	is($row && $row->{rekeys_received},
-		100, 'spaced 100: activity row rekeys_received = 100');
-	ok(wait_gone($r->{pid}), 'spaced 100: backend exited');
+		30, 'spaced 30: activity row rekeys_received = 30');
+	ok(wait_gone($r->{pid}), 'spaced 30: backend exited');
 	is(delta($t0, totals_row($node), 'terminations'),
-		0, 'spaced 100: no termination');
+		0, 'spaced 30: no termination');
+}
+{
+	# a client rotating every 64 kB, as a careful TLS 1.3 client might
+	$node->safe_psql('postgres', 'CREATE TABLE hp_every (x text)');
+	my $t0 = totals_row($node);
+	my $row;
+	my $r = run_peer(
+		args => [
+			'--table', 'hp_every', '--every-kb', 64, 'copy-keyupdates', 20
+		],
+		holds => { end => sub { $row = activity_row($node, $_[0]->{pid}) } });
+	is($r->{copy_tag}, 'COPY 2560', 'every 64 kB: the 20 MB COPY completes');
+	is($r->{result}, 'ok', 'every 64 kB: not ended');
+	cmp_ok($r->{key_updates_sent}, '>=', 300,
+		'every 64 kB: the client rotated more than 300 times');
+	is($row && $row->{rekeys_received},
+		$r->{key_updates_sent},
+		'every 64 kB: the server counted each of its rotations');
+	ok(wait_gone($r->{pid}), 'every 64 kB: backend exited');
+	is(delta($t0, totals_row($node), 'terminations'),
+		0, 'every 64 kB: no termination');
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM hp_every'),
+		'2560', 'every 64 kB: every row stored');
+	$node->safe_psql('postgres', 'DROP TABLE hp_every');
 }
 
 # ---------------------------------------------------------------------
@@ -425,7 +401,7 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	is(delta($t0, $t1, 'rekeys_received'),
 		33, 'pre-auth flood: processing stopped at the bound (33 rotations counted)');
 	ok($node->wait_for_log(
-			qr/terminated connection of pid \d+: the client sent 33 key updates in a row/,
+			qr/terminated connection of pid \d+: the client sent 33 key updates unasked/,
 			$log_offset),
 		'pre-auth flood: the reason is logged');
 	server_ok('pre-auth flood');

@@ -39,6 +39,7 @@ use warnings FATAL => 'all';
 
 use Digest::MD5;
 use Exporter 'import';
+use File::Basename qw(dirname);
 use File::Spec;
 use JSON::PP ();
 use IPC::Run;
@@ -65,6 +66,9 @@ our @EXPORT = qw(
   series_copy_md5
   table_copy_md5
   send_key_bound
+  make_client_cert
+  build_hostile_peer
+  run_hostile_peer
   SSL_REQUEST_CLIENT_BYTES
   SSL_REQUEST_SERVER_BYTES
 );
@@ -160,6 +164,38 @@ sub make_certs
 	chmod 0600, $c{ca_key}, $c{server_key}
 	  or die "make_certs: chmod of key files failed: $!";
 	return \%c;
+}
+
+=pod
+
+=item make_client_cert($certs, $cn)
+
+A client certificate for user C<$cn>, signed by the CA of C<$certs> (from
+make_certs).  Returns a hashref: C<crt>, C<key> (mode 0600, as libpq
+requires).
+
+=cut
+
+sub make_client_cert
+{
+	my ($certs, $cn) = @_;
+	my $base = "$certs->{dir}/client_$cn";
+	_openssl(
+		'req', '-new', '-nodes',
+		'-newkey' => 'rsa:2048',
+		'-keyout' => "$base.key",
+		'-out' => "$base.csr",
+		'-subj' => "/CN=$cn");
+	_openssl(
+		'x509', '-req',
+		'-in' => "$base.csr",
+		'-CA' => $certs->{ca_crt},
+		'-CAkey' => $certs->{ca_key},
+		'-set_serial' => sprintf('0x%x%06x', time(), int(rand(0xffffff))),
+		'-days' => '2',
+		'-out' => "$base.crt");
+	chmod 0600, "$base.key" or die "make_client_cert: chmod failed: $!";
+	return { crt => "$base.crt", key => "$base.key" };
 }
 
 sub _openssl
@@ -648,6 +684,103 @@ sub send_key_bound
 	my $plain = PQ_SEND_BUFFER + $max_message;
 	my $records = int(($plain + PQ_SEND_BUFFER - 1) / PQ_SEND_BUFFER) + 1;
 	return $limit + $plain + $records * TLS13_RECORD_OVERHEAD + KEY_UPDATE_RECORD;
+}
+
+=pod
+
+=item build_hostile_peer()
+
+Compiles t/peer/hostile_peer.c (a misbehaving TLS client, see its header)
+against libssl with -Wall -Wextra -Werror into a temporary directory, as
+one test assertion; bails out if it does not build.  Returns its path.
+
+=cut
+
+sub build_hostile_peer
+{
+	my $src  = dirname(__FILE__) . '/peer/hostile_peer.c';
+	my $peer = PostgreSQL::Test::Utils::tempdir('hostile') . '/hostile_peer';
+	my ($out, $err) = ('', '');
+	my $ok = IPC::Run::run(
+		[
+			'cc', '-O1', '-Wall', '-Wextra', '-Werror', '-o', $peer, $src,
+			'-lssl', '-lcrypto'
+		],
+		'<', \undef, '>', \$out, '2>', \$err);
+	ok($ok && -x $peer, 'hostile_peer.c compiles with -Wall -Wextra -Werror')
+	  or BAIL_OUT("cannot build hostile_peer: $out$err");
+	return $peer;
+}
+
+=pod
+
+=item run_hostile_peer($peer, $node, %opts)
+
+Runs the client against C<$node> and returns a hashref of its key=value
+lines (the last of each key wins; io_error lines are joined) plus C<_out>
+and C<_err>.  %opts: C<args> => [...]; C<holds> => { name => sub { my
+($facts) = @_; ... } }, called at each hold point (C<--hold> is then added).
+
+=cut
+
+sub run_hostile_peer
+{
+	my ($peer, $node, %o) = @_;
+	my @cmd = ($peer, '--port', $node->port);
+	push @cmd, '--hold' if $o{holds};
+	push @cmd, @{ $o{args} };
+	my ($in, $out, $err) = ('', '', '');
+	my $h = IPC::Run::start(\@cmd, '<', \$in, '>', \$out, '2>', \$err,
+		IPC::Run::timeout(150));
+	eval {
+		my $seen = 0;
+		while (1)
+		{
+			my @holds = ($out =~ /^hold=(\S+)$/mg);
+			if (@holds > $seen)
+			{
+				my $name = $holds[ $seen++ ];
+				my $cb   = $o{holds} && $o{holds}{$name};
+				$cb->(_parse_peer($out)) if $cb;
+				$in .= "go\n";
+				next;
+			}
+			last if $out =~ /^result=/m;
+			last unless $h->pumpable;
+			$h->pump;
+		}
+		$h->finish;
+		1;
+	} or do {
+		my $e = $@;
+		$h->kill_kill;
+		$out .= "\nresult=harness_error\n";
+		diag("hostile_peer @cmd: $e");
+	};
+	my $r = _parse_peer($out);
+	$r->{_err} = $err;
+	note("hostile_peer @{ $o{args} }:\n$out" . ($err ne '' ? "stderr: $err" : ''));
+	return $r;
+}
+
+sub _parse_peer
+{
+	my ($out) = @_;
+	my %r = (_out => $out, io_error => '');
+	for my $line (split /\n/, $out)
+	{
+		next unless $line =~ /^(\w+)=(.*)$/;
+		if ($1 eq 'io_error')
+		{
+			$r{io_error} .= "$2; ";
+		}
+		else
+		{
+			$r{$1} = $2;
+		}
+	}
+	$r{result} //= '(none)';
+	return \%r;
 }
 
 =back

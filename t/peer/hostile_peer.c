@@ -31,12 +31,42 @@
  *                                 renegotiation, then "SELECT 1"
  *   refuse-renegotiation [BYTES]  (TLS 1.2, SSL_OP_NO_RENEGOTIATION) read
  *                                 the answer of SELECT repeat('x', BYTES)
+ *   read-large BYTES              read the answer of SELECT repeat('x', BYTES)
+ *                                 (with --next-cipher: what a renegotiation
+ *                                 the server starts then agrees on)
+ *   keyupdate-interleaved N       a query of N bytes sent one byte per
+ *                                 record, each record after a KeyUpdate
+ *   copy-keyupdates MB            COPY <table> FROM STDIN of MB megabytes
+ *                                 (8 kB rows), with a KeyUpdate of ours
+ *                                 every --every-kb kB (64)
+ *   copy-answering SECONDS        COPY <table> FROM STDIN for SECONDS
+ *                                 seconds, an 8 kB row every 5 ms, reading
+ *                                 (without blocking) after each row so that
+ *                                 the server's KeyUpdate requests are
+ *                                 answered promptly
+ *   late-reader ROWS              SELECT repeat('x', 70000) FROM
+ *                                 generate_series(1, ROWS), then hold
+ *                                 ("query_sent") before reading anything: a
+ *                                 renegotiation the server starts meanwhile
+ *                                 goes unanswered until the hold ends
+ *   silence                       (with --no-startup) nothing after the
+ *                                 handshake (hold point "silent"); wait
+ *                                 until the server closes, then report the
+ *                                 socket's kernel counts
  *
  * Options (before the mode): --host H (127.0.0.1), --port P (required),
  * --user U (postgres), --db D (postgres), --tls 1.2|1.3 (1.3),
  * --table T (t; never-answer, stall-after), --hold,
  * --preauth-key-updates N (N KeyUpdates in a row right after the TLS
- * handshake, before the StartupMessage, i.e. before authentication).
+ * handshake, before the StartupMessage, i.e. before authentication),
+ * --no-startup (stop after the handshake: no StartupMessage),
+ * --cipher LIST (TLS 1.2 cipher list of the handshake), --next-cipher LIST
+ * (the list offered from then on, i.e. in renegotiations), --every-kb K.
+ *
+ * Facts printed by every mode: client_port=P once connected, and at the end
+ * key_updates_sent_total / key_updates_received_total (KeyUpdate messages
+ * this client wrote and read, as its TLS library saw them) and
+ * renegotiations_completed (TLS 1.2 handshakes completed after the first).
  *
  * With --hold, at each hold point the client prints "hold=NAME" and waits
  * for a line on stdin (so that a test can look at the server meanwhile):
@@ -62,7 +92,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <linux/tcp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -70,6 +100,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
@@ -97,6 +128,15 @@ static int	sock = -1;
 static int	hold_enabled = 0;
 static long preauth_key_updates = 0;
 static long long app_bytes_read = 0;
+static int	no_startup = 0;
+static const char *cipher_list = NULL;
+static const char *next_cipher_list = NULL;
+static long every_kb = 64;
+
+/* what this client's TLS library did, from its message callback */
+static long key_updates_written = 0;
+static long key_updates_read = 0;
+static long handshakes_completed = 0;
 
 /* incoming bytes not yet consumed */
 static unsigned char *inbuf;
@@ -462,6 +502,70 @@ set_blocking(int blocking)
 		(void) fcntl(sock, F_SETFL, blocking ? (fl & ~O_NONBLOCK) : (fl | O_NONBLOCK));
 }
 
+/* Count KeyUpdate messages both ways. */
+static void
+on_tls_message(int write_p, int version, int content_type, const void *buf,
+			   size_t len, SSL *s, void *arg)
+{
+	const unsigned char *p = buf;
+
+	(void) version;
+	(void) s;
+	(void) arg;
+	if (content_type == SSL3_RT_HANDSHAKE && len >= 1 && p[0] == SSL3_MT_KEY_UPDATE)
+	{
+		if (write_p)
+			key_updates_written++;
+		else
+			key_updates_read++;
+	}
+}
+
+/* Count completed handshakes (the first, and each renegotiation). */
+static void
+on_tls_info(const SSL *s, int where, int ret)
+{
+	(void) s;
+	(void) ret;
+	if (where & SSL_CB_HANDSHAKE_DONE)
+		handshakes_completed++;
+}
+
+/* The kernel's counts for our socket. */
+static void
+say_tcp_counts(void)
+{
+	struct tcp_info ti;
+	socklen_t	tl = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(sock, IPPROTO_TCP, TCP_INFO, &ti, &tl) != 0)
+	{
+		say("tcp_info=unavailable:%s", strerror(errno));
+		return;
+	}
+	say("tcp_bytes_received=%llu", (unsigned long long) ti.tcpi_bytes_received);
+	say("tcp_bytes_acked=%llu", (unsigned long long) ti.tcpi_bytes_acked);
+}
+
+static void
+say_tls_counts(void)
+{
+	say("key_updates_sent_total=%ld", key_updates_written);
+	say("key_updates_received_total=%ld", key_updates_read);
+	say("renegotiations_completed=%ld",
+		handshakes_completed > 0 ? handshakes_completed - 1 : 0);
+}
+
+static double
+now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 /* ------------------------------------------------------------------ */
 
 static int
@@ -502,6 +606,13 @@ connect_and_start(const char *host, int port, const char *user,
 		say("detail=connect: %s", strerror(errno));
 		return -1;
 	}
+	{
+		struct sockaddr_in local;
+		socklen_t	ll = sizeof(local);
+
+		if (getsockname(sock, (struct sockaddr *) &local, &ll) == 0)
+			say("client_port=%u", (unsigned) ntohs(local.sin_port));
+	}
 
 	/* SSLRequest */
 	put32(req, 8);
@@ -526,6 +637,14 @@ connect_and_start(const char *host, int port, const char *user,
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
 	SSL_CTX_set_options(ctx, (uint64_t) extra_options);
 	SSL_CTX_set_mode(ctx, SSL_MODE_AUTO_RETRY);
+	SSL_CTX_set_msg_callback(ctx, on_tls_message);
+	SSL_CTX_set_info_callback(ctx, on_tls_info);
+	if (cipher_list != NULL && !SSL_CTX_set_cipher_list(ctx, cipher_list))
+	{
+		say("detail=cipher list %s refused", cipher_list);
+		say("result=tls_error");
+		return -1;
+	}
 	ssl = SSL_new(ctx);
 	if (ssl == NULL || !SSL_set_fd(ssl, sock))
 	{
@@ -542,6 +661,12 @@ connect_and_start(const char *host, int port, const char *user,
 	}
 	say("tls_version=%s", SSL_get_version(ssl));
 	say("cipher=%s", SSL_get_cipher_name(ssl));
+	if (next_cipher_list != NULL && !SSL_set_cipher_list(ssl, next_cipher_list))
+	{
+		say("detail=cipher list %s refused", next_cipher_list);
+		say("result=tls_error");
+		return -1;
+	}
 
 	/* KeyUpdates before the StartupMessage: before authentication */
 	if (preauth_key_updates > 0)
@@ -564,6 +689,8 @@ connect_and_start(const char *host, int port, const char *user,
 		}
 		say("preauth_key_updates_sent=%ld", sent);
 	}
+	if (no_startup)
+		return 0;
 
 	/* StartupMessage */
 	sl = 8;
@@ -764,6 +891,80 @@ mode_keyupdate_spaced(long n)
 	return o;
 }
 
+/* COPY <table> FROM STDIN, up to CopyInResponse. */
+static enum outcome
+start_copy(const char *table)
+{
+	char		sql[256];
+	struct qres r;
+	enum outcome o;
+
+	snprintf(sql, sizeof(sql), "COPY %s FROM STDIN", table);
+	memset(&r, 0, sizeof(r));
+	o = send_query(sql);
+	if (o == OUT_OK)
+		o = read_until_ready(&r, 'G');
+	say("copy_started=%d", o == OUT_OK);
+	return o;
+}
+
+/* One CopyData message of COPY_ROW_BYTES (malloc'd; never freed here). */
+static unsigned char *
+copy_row_message(void)
+{
+	unsigned char *msg = malloc(5 + COPY_ROW_BYTES);
+
+	if (msg == NULL)
+		exit(2);
+	msg[0] = 'd';
+	put32(msg + 1, 4 + COPY_ROW_BYTES);
+	memset(msg + 5, 'x', COPY_ROW_BYTES - 1);
+	msg[5 + COPY_ROW_BYTES - 1] = '\n';
+	return msg;
+}
+
+/* CopyDone, then the answer. */
+static enum outcome
+finish_copy(void)
+{
+	unsigned char done[5];
+	struct qres r;
+	enum outcome o;
+
+	done[0] = 'c';
+	put32(done + 1, 4);
+	o = write_all(done, sizeof(done), "write_copydone");
+	say("copy_done_sent=%d", o == OUT_OK);
+	if (o != OUT_OK)
+		return o;
+
+	memset(&r, 0, sizeof(r));
+	o = read_until_ready(&r, 0);
+	say("copy_result=%s", outcome_names[o]);
+	if (r.tag[0])
+		say("copy_tag=%s", r.tag);
+	return o;
+}
+
+/* Our own KeyUpdate, sent now. */
+static enum outcome
+send_key_update(int type)
+{
+	int			ret;
+
+	ERR_clear_error();
+	if (!SSL_key_update(ssl, type))
+	{
+		say("io_error=key_update:refused");
+		return OUT_TLS_ERROR;
+	}
+	errno = 0;
+	ret = SSL_do_handshake(ssl);
+	if (ret != 1)
+		return ssl_failure(ret, "send_key_update");
+	return OUT_OK;
+}
+
 /*
  * COPY FROM STDIN of mb megabytes, never reading until CopyDone.  With
  * stall_kb > 0 instead: whole rows up to 32 kB short of stall_kb kB, then
@@ -775,35 +976,16 @@ mode_keyupdate_spaced(long n)
 static enum outcome
 mode_never_answer(long mb, const char *table, long stall_kb)
 {
-	char		sql[256];
-	struct qres r;
 	enum outcome o;
 	unsigned char *msg;
 	long		rows = stall_kb > 0 ? (stall_kb * 1024 - 32768) / (5 + COPY_ROW_BYTES)
 		: mb * 1024 * 1024 / COPY_ROW_BYTES;
 	long		sent_rows = 0;
 	long long	sent_bytes = 0;
-	unsigned char done[5];
 
-	snprintf(sql, sizeof(sql), "COPY %s FROM STDIN", table);
-	memset(&r, 0, sizeof(r));
-	o = send_query(sql);
-	if (o == OUT_OK)
-		o = read_until_ready(&r, 'G');
-	if (o != OUT_OK)
-	{
-		say("copy_started=0");
+	if ((o = start_copy(table)) != OUT_OK)
 		return o;
-	}
-	say("copy_started=1");
-
-	msg = malloc(5 + COPY_ROW_BYTES);
-	if (msg == NULL)
-		exit(2);
-	msg[0] = 'd';
-	put32(msg + 1, 4 + COPY_ROW_BYTES);
-	memset(msg + 5, 'x', COPY_ROW_BYTES - 1);
-	msg[5 + COPY_ROW_BYTES - 1] = '\n';
+	msg = copy_row_message();
 
 	/* no SSL_read from here until CopyDone is out */
 	for (long i = 0; i < rows; i++)
@@ -867,19 +1049,7 @@ mode_never_answer(long mb, const char *table, long stall_kb)
 		return o;
 	}
 
-	done[0] = 'c';
-	put32(done + 1, 4);
-	o = write_all(done, sizeof(done), "write_copydone");
-	say("copy_done_sent=%d", o == OUT_OK);
-	if (o != OUT_OK)
-		return o;
-
-	memset(&r, 0, sizeof(r));
-	o = read_until_ready(&r, 0);
-	say("copy_result=%s", outcome_names[o]);
-	if (r.tag[0])
-		say("copy_tag=%s", r.tag);
-	return o;
+	return finish_copy();
 }
 
 /* TLS 1.2: a client-initiated renegotiation, then a query. */
@@ -962,16 +1132,199 @@ mode_refuse_renegotiation(long bytes)
 	return run_query(sql, "query", &r);
 }
 
+/* SELECT repeat('x', bytes); then the cipher in force. */
+static enum outcome
+mode_read_large(long bytes)
+{
+	char		sql[128];
+	struct qres r;
+	enum outcome o;
+
+	snprintf(sql, sizeof(sql), "SELECT repeat('x', %ld)", bytes);
+	o = run_query(sql, "query", &r);
+	say("cipher_after=%s", SSL_get_cipher_name(ssl));
+	return o;
+}
+
+/*
+ * A Query message of n bytes, one byte per record, a KeyUpdate before
+ * each: never two KeyUpdates in a row, yet one per byte.
+ */
+static enum outcome
+mode_keyupdate_interleaved(long n)
+{
+	unsigned char *m;
+	size_t		len = n < 32 ? 32 : (size_t) n;
+	long		sent = 0;
+	enum outcome o = OUT_OK;
+	struct qres r;
+
+	m = malloc(len);
+	if (m == NULL)
+		exit(2);
+	/* 'Q', length, "SELECT 1 --xxx...", NUL */
+	m[0] = 'Q';
+	put32(m + 1, (uint32_t) (len - 1));
+	memcpy(m + 5, "SELECT 1 --", 11);
+	memset(m + 16, 'x', len - 17);
+	m[len - 1] = '\0';
+
+	for (size_t i = 0; i < len && o == OUT_OK; i++)
+	{
+		o = send_key_update(SSL_KEY_UPDATE_NOT_REQUESTED);
+		if (o == OUT_OK)
+		{
+			sent++;
+			o = write_all(m + i, 1, "write_query_byte");
+		}
+	}
+	free(m);
+	say("key_updates_sent=%ld", sent);
+	if (o != OUT_OK)
+		return o;
+	memset(&r, 0, sizeof(r));
+	o = read_until_ready(&r, 0);
+	say("query_result=%s", outcome_names[o]);
+	if (r.datarows > 0)
+		say("query_row=%s", r.first_row);
+	return o;
+}
+
+/* COPY FROM of mb megabytes, our KeyUpdate every every_kb kB. */
+static enum outcome
+mode_copy_keyupdates(long mb, const char *table)
+{
+	enum outcome o;
+	unsigned char *msg;
+	long		rows = mb * 1024 * 1024 / COPY_ROW_BYTES;
+	long long	since_update = 0;
+	long		sent = 0;
+
+	if ((o = start_copy(table)) != OUT_OK)
+		return o;
+	msg = copy_row_message();
+	for (long i = 0; i < rows && o == OUT_OK; i++)
+	{
+		o = write_all(msg, 5 + COPY_ROW_BYTES, "write_copydata");
+		since_update += 5 + COPY_ROW_BYTES;
+		if (o == OUT_OK && since_update >= every_kb * 1024)
+		{
+			o = send_key_update(SSL_KEY_UPDATE_NOT_REQUESTED);
+			since_update = 0;
+			sent += o == OUT_OK;
+		}
+	}
+	free(msg);
+	say("key_updates_sent=%ld", sent);
+	if (o != OUT_OK)
+		return o;
+	return finish_copy();
+}
+
+/*
+ * COPY FROM for a while, an 8 kB row every 5 ms, and after each row a read
+ * that does not block: it lets OpenSSL see the server's KeyUpdate requests
+ * (and answer them with the next write), as a client that watches its
+ * socket while it sends does.
+ */
+static enum outcome
+mode_copy_answering(long seconds, const char *table)
+{
+	enum outcome o;
+	unsigned char *msg;
+	double		start = now_seconds();
+	long		rows = 0;
+
+	if ((o = start_copy(table)) != OUT_OK)
+		return o;
+	msg = copy_row_message();
+	while (o == OUT_OK && now_seconds() - start < seconds)
+	{
+		char		c;
+		int			n;
+
+		o = write_all(msg, 5 + COPY_ROW_BYTES, "write_copydata");
+		if (o != OUT_OK)
+			break;
+		rows++;
+		usleep(5000);
+
+		set_blocking(0);
+		ERR_clear_error();
+		n = SSL_peek(ssl, &c, 1);
+		if (n <= 0 && SSL_get_error(ssl, n) != SSL_ERROR_WANT_READ)
+			o = ssl_failure(n, "poll");
+		else if (n > 0)
+		{
+			say("io_error=poll:the server answered during COPY");
+			o = OUT_ERROR;
+		}
+		set_blocking(1);
+	}
+	free(msg);
+	say("copy_rows_sent=%ld", rows);
+	say("copy_seconds=%.3f", now_seconds() - start);
+	if (o != OUT_OK)
+		return o;
+	return finish_copy();
+}
+
+/*
+ * A query with a large answer, then nothing read for as long as the test
+ * holds us: the server's HelloRequest waits unread.
+ */
+static enum outcome
+mode_late_reader(long rows)
+{
+	char		sql[128];
+	struct qres r;
+	enum outcome o;
+
+	snprintf(sql, sizeof(sql),
+			 "SELECT repeat('x', 70000) FROM generate_series(1, %ld)", rows);
+	memset(&r, 0, sizeof(r));
+	if ((o = send_query(sql)) != OUT_OK)
+		return o;
+	hold("query_sent");
+	o = read_until_ready(&r, 0);
+	say("late_result=%s", outcome_names[o]);
+	say("late_datarows=%ld", r.datarows);
+	say("late_datarow_bytes=%lld", r.datarow_bytes);
+	if (o != OUT_OK)
+		return o;
+	return run_query("SELECT 1", "query", &r);
+}
+
+/* After the handshake: nothing, until the server gives up on us. */
+static enum outcome
+mode_silence(void)
+{
+	char		c;
+	int			n;
+	enum outcome o;
+
+	hold("silent");
+	ERR_clear_error();
+	errno = 0;
+	n = SSL_read(ssl, &c, 1);
+	o = n > 0 ? OUT_ERROR : ssl_failure(n, "silence");
+	say_tcp_counts();
+	return o;
+}
+
 static void
 usage(void)
 {
 	fprintf(stderr,
 			"usage: hostile_peer --port P [--host H] [--user U] [--db D] [--tls 1.2|1.3]\n"
-			"                    [--table T] [--hold] [--preauth-key-updates N] MODE [ARG]\n"
+			"                    [--table T] [--hold] [--preauth-key-updates N] [--no-startup]\n"
+			"                    [--cipher LIST] [--next-cipher LIST] [--every-kb K] MODE [ARG]\n"
 			"modes: keyupdate-flood N | keyupdate-requested-flood N | keyupdate-spaced N |\n"
 			"       keyupdate-backlog N |\n"
 			"       never-answer MB | stall-after KB | renegotiate |\n"
-			"       refuse-renegotiation [BYTES]\n");
+			"       refuse-renegotiation [BYTES] | read-large BYTES |\n"
+			"       keyupdate-interleaved N | copy-keyupdates MB | copy-answering SECONDS |\n"
+			"       late-reader ROWS | silence\n");
 	exit(2);
 }
 
@@ -1012,6 +1365,14 @@ main(int argc, char **argv)
 			table = argv[++i];
 		else if (i + 1 < argc && strcmp(argv[i], "--preauth-key-updates") == 0)
 			preauth_key_updates = atol(argv[++i]);
+		else if (strcmp(argv[i], "--no-startup") == 0)
+			no_startup = 1;
+		else if (i + 1 < argc && strcmp(argv[i], "--cipher") == 0)
+			cipher_list = argv[++i];
+		else if (i + 1 < argc && strcmp(argv[i], "--next-cipher") == 0)
+			next_cipher_list = argv[++i];
+		else if (i + 1 < argc && strcmp(argv[i], "--every-kb") == 0)
+			every_kb = atol(argv[++i]);
 		else if (argv[i][0] == '-')
 			usage();
 		else
@@ -1050,6 +1411,24 @@ main(int argc, char **argv)
 		o = mode_renegotiate();
 	else if (strcmp(mode, "refuse-renegotiation") == 0)
 		o = mode_refuse_renegotiation(arg > 0 ? arg : 300000);
+	else if (strcmp(mode, "read-large") == 0 && arg > 0)
+		o = mode_read_large(arg);
+	else if (strcmp(mode, "keyupdate-interleaved") == 0 && arg > 0)
+		o = mode_keyupdate_interleaved(arg);
+	else if (strcmp(mode, "copy-keyupdates") == 0 && arg > 0 && every_kb > 0)
+		o = mode_copy_keyupdates(arg, table);
+	else if (strcmp(mode, "copy-answering") == 0 && arg > 0)
+		o = mode_copy_answering(arg, table);
+	else if (strcmp(mode, "late-reader") == 0 && arg > 0)
+		o = mode_late_reader(arg);
+	else if (strcmp(mode, "silence") == 0 && no_startup)
+	{
+		o = mode_silence();
+		say_tls_counts();
+		say("result=%s", outcome_names[o]);
+		close(sock);
+		return 0;
+	}
 	else
 		usage();
 
@@ -1064,6 +1443,7 @@ main(int argc, char **argv)
 		ERR_clear_error();
 		(void) SSL_shutdown(ssl);
 	}
+	say_tls_counts();
 	say("result=%s", outcome_names[o]);
 	close(sock);
 	return 0;
