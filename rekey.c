@@ -691,7 +691,7 @@ sslr_send_key_update(void)
 
 	if (ok)
 		sslr_count(&sslr_my_slot->stats.tally.rekey_time_us,
-						 INSTR_TIME_GET_MICROSEC(elapsed));
+				   INSTR_TIME_GET_MICROSEC(elapsed));
 	else if (!sslr_transient_error(ecode))
 		sslr_rotation_failed(SSLR_SENT);
 }
@@ -1308,6 +1308,10 @@ sslr_rekey_at_exit(void)
 		sslr_flush_deferred_logs();
 
 	sslr_log_deferred_termination();
+	if (sslr_cipher_change_pending)
+		sslr_log_cipher_change();
+	if (sslr_renegotiation_unanswered)
+		sslr_log_renegotiation_unanswered();
 	if (sslr_peer_refused_renegotiation)
 		ereport(LOG_SERVER_ONLY,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),

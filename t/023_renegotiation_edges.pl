@@ -11,9 +11,9 @@
 #     the GCM record limit now in force, and pg_stat_ssl still shows the
 #     first cipher (PostgreSQL's own cache, as the README says).
 #  2. A stale error left in OpenSSL's error queue by other code (sslinfo's
-#     ssl_client_dn_field with an unknown field name) does not make the
-#     server take a healthy renegotiation for a failed one: the session
-#     renegotiates, gets its ERROR, and goes on.
+#     ssl_client_dn_field with an unknown field name, its ERROR caught in
+#     PL/pgSQL) does not make the server take a healthy renegotiation for a
+#     failed one: the session renegotiates, gets its answer, and goes on.
 #  3. A client that does not answer a HelloRequest (it reads nothing for a
 #     while, which to the server is the same as ignoring it; RFC 5246
 #     7.4.1.1 allows that) costs one bounded wait of 10 s per attempt: the
@@ -93,33 +93,54 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 # 2. a stale error in OpenSSL's queue
 # ---------------------------------------------------------------------
 {
+	# sslinfo's field lookup leaves OpenSSL's error in the queue when the
+	# name is unknown; the function catches the ERROR, the queue keeps it
+	$node->safe_psql(
+		'postgres', q{
+		CREATE FUNCTION regress_leave_openssl_error() RETURNS int
+		LANGUAGE plpgsql AS $$
+		BEGIN
+			PERFORM ssl_client_dn_field('bogus');
+			RETURN 0;
+		EXCEPTION WHEN invalid_parameter_value THEN
+			RETURN 1;
+		END $$});
 	my $pos = log_pos();
-	my $s   = background_tls_psql(
-		$node,
-		tls_connstr(
-			$node,
-			tls   => '1.2',
-			extra => "sslcert=$client->{crt} sslkey=$client->{key}"),
-		on_error_stop => 0);
-	my $pid = $s->query_safe('SELECT pg_backend_pid()');
-	is($s->query_safe('SELECT ssl_client_dn_field($$commonName$$)'),
-		'postgres', 'stale error: connected with a client certificate');
-	$s->query_safe(q{SELECT repeat('x', 5000)});
+	my ($waiting, $row);
 
-	# The unknown field name leaves an error in OpenSSL's queue, then the
-	# ERROR goes out through a send point at which a renegotiation is due
-	# (the limit, lowered in the same statement, is below what was sent).
-	my ($out, $err) = bg_query($s,
-		q{DO $$BEGIN PERFORM set_config('ssl_renegotiate.limit', '1kB', false); PERFORM ssl_client_dn_field('bogus'); END$$;}
-	);
-	like($err, qr/invalid X\.509 field name/,
-		'stale error: the statement fails with its own ERROR');
-	is($s->query_safe('SELECT 42'), '42', 'stale error: the session goes on');
-	my $row = activity_row($node, $pid);
+	# A 100 kB query: past the 64 kB limit the server starts a
+	# renegotiation from its inbound path, and the HelloRequest goes out as
+	# it reads the rest.  The client then reads nothing for a moment, so the
+	# server's first answer finds the renegotiation in flight and waits for
+	# the client's handshake: the one place where it asks SSL_get_error
+	# about a call that does not clear the queue itself.
+	my $r = run_hostile_peer(
+		$peer, $node,
+		args => [
+			'--tls',   '1.2',
+			'--cert',  $client->{crt},
+			'--key',   $client->{key},
+			'--query', 'SELECT regress_leave_openssl_error()',
+			'hold-before-reading', 100000
+		],
+		holds => {
+			query_sent => sub {
+				my $pid = $_[0]->{pid};
+				$waiting = $node->poll_query_until('postgres',
+					"SELECT coalesce((SELECT wait_event = 'SSLOpenServer' FROM pg_stat_activity WHERE pid = $pid), true)"
+				);
+			},
+			end => sub { $row = activity_row($node, $_[0]->{pid}) }
+		});
+	ok($waiting, 'stale error: the server waited for the client\'s handshake');
+	is($r->{held_result}, 'ok', 'stale error: the query was answered');
+	is($r->{held_row}, '1', 'stale error: ... after the function caught its ERROR');
+	is($r->{query_result}, 'ok', 'stale error: the session goes on');
+	cmp_ok($r->{renegotiations_completed}, '>=', 1,
+		'stale error: the client renegotiated');
 	cmp_ok($row ? $row->{rekeys_sent} : 0, '>=', 1,
-		'stale error: the renegotiation completed');
+		'stale error: the server counted the renegotiation');
 	is($row && $row->{rekey_failures}, 0, 'stale error: no failure counted');
-	$s->quit;
 	unlike(log_since($pos), qr/TLS renegotiation failed/,
 		'stale error: not taken for a failed renegotiation');
 }

@@ -49,6 +49,9 @@
  *                                 ("query_sent") before reading anything: a
  *                                 renegotiation the server starts meanwhile
  *                                 goes unanswered until the hold ends
+ *   hold-before-reading PAD       send --query padded with a comment to PAD
+ *                                 bytes, then hold ("query_sent") before
+ *                                 reading its answer; then "SELECT 1"
  *   silence                       (with --no-startup) nothing after the
  *                                 handshake (hold point "silent"); wait
  *                                 until the server closes, then report the
@@ -61,7 +64,8 @@
  * handshake, before the StartupMessage, i.e. before authentication),
  * --no-startup (stop after the handshake: no StartupMessage),
  * --cipher LIST (TLS 1.2 cipher list of the handshake), --next-cipher LIST
- * (the list offered from then on, i.e. in renegotiations), --every-kb K.
+ * (the list offered from then on, i.e. in renegotiations), --every-kb K,
+ * --cert FILE --key FILE (a client certificate), --query SQL.
  *
  * Facts printed by every mode: client_port=P once connected, and at the end
  * key_updates_sent_total / key_updates_received_total (KeyUpdate messages
@@ -132,6 +136,9 @@ static int	no_startup = 0;
 static const char *cipher_list = NULL;
 static const char *next_cipher_list = NULL;
 static long every_kb = 64;
+static const char *cert_file = NULL;
+static const char *key_file = NULL;
+static const char *query_text = "SELECT 1";
 
 /* what this client's TLS library did, from its message callback */
 static long key_updates_written = 0;
@@ -639,6 +646,15 @@ connect_and_start(const char *host, int port, const char *user,
 	SSL_CTX_set_mode(ctx, SSL_MODE_AUTO_RETRY);
 	SSL_CTX_set_msg_callback(ctx, on_tls_message);
 	SSL_CTX_set_info_callback(ctx, on_tls_info);
+	if (cert_file != NULL &&
+		(SSL_CTX_use_certificate_file(ctx, cert_file, SSL_FILETYPE_PEM) != 1 ||
+		 SSL_CTX_use_PrivateKey_file(ctx, key_file ? key_file : cert_file,
+									 SSL_FILETYPE_PEM) != 1))
+	{
+		say("detail=client certificate %s refused", cert_file);
+		say("result=tls_error");
+		return -1;
+	}
 	if (cipher_list != NULL && !SSL_CTX_set_cipher_list(ctx, cipher_list))
 	{
 		say("detail=cipher list %s refused", cipher_list);
@@ -1295,6 +1311,40 @@ mode_late_reader(long rows)
 	return run_query("SELECT 1", "query", &r);
 }
 
+/*
+ * --query, padded with a comment to pad bytes, then nothing read for as
+ * long as the test holds us.
+ */
+static enum outcome
+mode_hold_before_reading(long pad)
+{
+	size_t		ql = strlen(query_text);
+	size_t		len = (size_t) pad > ql + 8 ? (size_t) pad : ql + 8;
+	char	   *sql = malloc(len + 1);
+	struct qres r;
+	enum outcome o;
+
+	if (sql == NULL)
+		exit(2);
+	memcpy(sql, query_text, ql);
+	memcpy(sql + ql, " --", 3);
+	memset(sql + ql + 3, 'x', len - ql - 3);
+	sql[len] = '\0';
+	o = send_query(sql);
+	free(sql);
+	if (o != OUT_OK)
+		return o;
+	hold("query_sent");
+	memset(&r, 0, sizeof(r));
+	o = read_until_ready(&r, 0);
+	say("held_result=%s", outcome_names[o]);
+	if (r.datarows > 0)
+		say("held_row=%s", r.first_row);
+	if (o != OUT_OK)
+		return o;
+	return run_query("SELECT 1", "query", &r);
+}
+
 /* After the handshake: nothing, until the server gives up on us. */
 static enum outcome
 mode_silence(void)
@@ -1318,13 +1368,14 @@ usage(void)
 	fprintf(stderr,
 			"usage: hostile_peer --port P [--host H] [--user U] [--db D] [--tls 1.2|1.3]\n"
 			"                    [--table T] [--hold] [--preauth-key-updates N] [--no-startup]\n"
-			"                    [--cipher LIST] [--next-cipher LIST] [--every-kb K] MODE [ARG]\n"
+			"                    [--cipher LIST] [--next-cipher LIST] [--every-kb K]\n"
+			"                    [--cert FILE --key FILE] [--query SQL] MODE [ARG]\n"
 			"modes: keyupdate-flood N | keyupdate-requested-flood N | keyupdate-spaced N |\n"
 			"       keyupdate-backlog N |\n"
 			"       never-answer MB | stall-after KB | renegotiate |\n"
 			"       refuse-renegotiation [BYTES] | read-large BYTES |\n"
 			"       keyupdate-interleaved N | copy-keyupdates MB | copy-answering SECONDS |\n"
-			"       late-reader ROWS | silence\n");
+			"       late-reader ROWS | hold-before-reading PAD | silence\n");
 	exit(2);
 }
 
@@ -1373,6 +1424,12 @@ main(int argc, char **argv)
 			next_cipher_list = argv[++i];
 		else if (i + 1 < argc && strcmp(argv[i], "--every-kb") == 0)
 			every_kb = atol(argv[++i]);
+		else if (i + 1 < argc && strcmp(argv[i], "--cert") == 0)
+			cert_file = argv[++i];
+		else if (i + 1 < argc && strcmp(argv[i], "--key") == 0)
+			key_file = argv[++i];
+		else if (i + 1 < argc && strcmp(argv[i], "--query") == 0)
+			query_text = argv[++i];
 		else if (argv[i][0] == '-')
 			usage();
 		else
@@ -1421,6 +1478,8 @@ main(int argc, char **argv)
 		o = mode_copy_answering(arg, table);
 	else if (strcmp(mode, "late-reader") == 0 && arg > 0)
 		o = mode_late_reader(arg);
+	else if (strcmp(mode, "hold-before-reading") == 0 && arg > 0)
+		o = mode_hold_before_reading(arg);
 	else if (strcmp(mode, "silence") == 0 && no_startup)
 	{
 		o = mode_silence();
