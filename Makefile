@@ -4,7 +4,11 @@ MODULE_big = ssl_renegotiate
 OBJS = \
 	$(WIN32RES) \
 	accounting.o \
-	rekey.o \
+	ending.o \
+	keyupdate.o \
+	policy.o \
+	renegotiation.o \
+	sendpoint.o \
 	shmem.o \
 	sql_api.o \
 	ssl_renegotiate.o
@@ -47,7 +51,8 @@ installcheck-not-preloaded:
 
 # Static analysis: cppcheck and clang-tidy must be silent on our C.
 C_SOURCES = $(patsubst %.o,%.c,$(filter %.o,$(OBJS)))
-lint:
+lint: $(filter %.o,$(OBJS))
+	bash $(srcdir)/scripts/rooms.sh $(filter %.o,$(OBJS))
 	cppcheck --error-exitcode=1 --enable=warning,performance,portability \
 		--std=c99 --quiet --inline-suppr --suppress=missingIncludeSystem --suppress=toomanyconfigs \
 		--suppress='*:$(includedir_server)/*' \

@@ -17,11 +17,11 @@
  *
  * Invariants of this file:
  *	- The per-record path does no locking, no allocation, no logging and no
- *	  OpenSSL call: two additions under the slot's change count and a
- *	  comparison with rekey.c's thresholds for the inbound direction (and,
- *	  before authentication only, a few atomic additions).
- *	- Anything more (a threshold crossed, a KeyUpdate, a renegotiation
- *	  message, an alert) is handed to rekey.c, which is rare by design.
+ *	  OpenSSL call: four additions under the slot's change count and a
+ *	  comparison with policy.c's thresholds (and, before authentication
+ *	  only, a few atomic additions).
+ *	- Anything more (a threshold crossed, a KeyUpdate, a handshake message)
+ *	  is handed to policy.c, an alert to renegotiation.c; rare by design.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -52,13 +52,18 @@ sslr_count_record(SSL *ssl, SslrDirection dir, int64 wire_bytes)
 	SSLR_END_WRITE(slot);
 
 	/*
-	 * Only the inbound path acts here; the send side is checked at the safe
-	 * points of rekey.c, never inside an SSL_write.
+	 * Only the inbound path acts here.  The send side is checked at the safe
+	 * points of sendpoint.c, never inside an SSL_write, on bytes alone: its
+	 * record limit is passed on by zeroing the byte threshold.
 	 */
-	if (dir == SSLR_RECEIVED &&
-		unlikely(stats->bytes_under_key[dir] >= sslr_attention_bytes[dir] ||
-				 stats->records_under_key[dir] >= sslr_attention_records[dir]))
-		sslr_receive_attention(ssl);
+	if (dir == SSLR_RECEIVED)
+	{
+		if (unlikely(stats->bytes_under_key[dir] >= sslr_attention_bytes[dir] ||
+					 stats->records_under_key[dir] >= sslr_attention_records[dir]))
+			sslr_receive_attention(ssl);
+	}
+	else if (unlikely(stats->records_under_key[dir] >= sslr_attention_records[dir]))
+		sslr_attention_bytes[dir] = 0;
 }
 
 static inline void
@@ -87,12 +92,12 @@ sslr_handle_message(int write_p, int content_type, const void *buf, size_t len,
 			if (p[0] == SSL3_MT_KEY_UPDATE)
 				sslr_key_rotated(ssl, dir);
 			else
-				sslr_renegotiation_message(write_p, p[0]);
+				sslr_handshake_message(write_p, p[0]);
 			break;
 
 		case SSL3_RT_ALERT:
 			if (len >= 2)
-				sslr_alert(write_p, p[0], p[1]);
+				sslr_renegotiation_alert(write_p, p[0], p[1]);
 			break;
 
 		default:

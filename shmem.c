@@ -233,7 +233,7 @@ sslr_attach_slot(Port *port)
 }
 
 /*
- * The session user is set after authentication; rekey.c calls this from
+ * The session user is set after authentication; policy.c calls this from
  * the next safe points until it is known.  Returns true once published.
  */
 bool
@@ -266,6 +266,17 @@ sslr_publish_cipher(SSL *ssl)
 	SSLR_END_WRITE(slot);
 }
 
+/* Whether a rotation we asked the peer for is still unanswered. */
+void
+sslr_publish_rekey_pending(bool pending)
+{
+	SslrSlot   *slot = sslr_my_slot;
+
+	SSLR_BEGIN_WRITE(slot);
+	slot->stats.rekey_pending = pending;
+	SSLR_END_WRITE(slot);
+}
+
 /*
  * At backend exit: fold the slot into the totals and free it.  Anything the
  * connection still carries afterwards (the closing alert) is counted
@@ -278,8 +289,6 @@ sslr_detach_slot(int code pg_attribute_unused(), Datum arg pg_attribute_unused()
 
 	if (entry == NULL || sslr_my_slot == &sslr_local_slot)
 		return;
-
-	sslr_rekey_at_exit();
 
 	LWLockAcquire(sslr_shared->lock, LW_EXCLUSIVE);
 	sslr_tally_add(&sslr_shared->totals.tally, &entry->slot.stats.tally, 1);

@@ -14,7 +14,8 @@
  *	- shmem_request_hook / shmem_startup_hook: slots and totals (shmem.c)
  *	- openssl_tls_init_hook: the record callback (accounting.c)
  *	- ClientAuthentication_hook: the TLS connection is up; attach this
- *	  backend's slot and start enforcing (shmem.c, rekey.c)
+ *	  backend's slot, count there, start enforcing and wrap the send
+ *	  path (shmem.c, accounting.c, policy.c, sendpoint.c)
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -100,6 +101,7 @@ sslr_client_authentication_hook(Port *port, int status)
 		sslr_attach_slot(port);
 		sslr_accounting_attached(port->ssl);
 		sslr_rekey_start(port);
+		sslr_sendpoint_install();
 	}
 }
 
@@ -107,14 +109,14 @@ static void
 sslr_assign_policy_setting(int newval pg_attribute_unused(),
 						   void *extra pg_attribute_unused())
 {
-	sslr_rekey_policy_changed();
+	sslr_policy_changed();
 }
 
 static void
 sslr_assign_log_rekeys(bool newval pg_attribute_unused(),
 					   void *extra pg_attribute_unused())
 {
-	sslr_rekey_policy_changed();
+	sslr_policy_changed();
 }
 
 static void

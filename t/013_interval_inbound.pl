@@ -13,6 +13,10 @@
 #  2. The rotations the server counts are the ones the client really
 #     performed (its TLS library's count of KeyUpdates it wrote).
 #  3. Every row arrived: the stored rows equal the rows sent.
+#  4. The interval survives an ERROR: PostgreSQL's error recovery disarms
+#     every timeout, and the extension sets its timer again (it learns of
+#     the recovery from the communication layer's reset), so the first
+#     I/O after the interval still rotates.
 #
 # The bounds are loose on purpose (half the intervals), so that a slow or
 # loaded machine does not fail them; before the fix the count stopped at 1.
@@ -25,6 +29,7 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use SslrTest;
 
 my $SECONDS = 8;
@@ -63,5 +68,21 @@ ok( $received <= $r->{key_updates_sent_total}
 );
 is($node->safe_psql('postgres', 'SELECT count(*) FROM ia'),
 	$r->{copy_rows_sent}, 'every row sent was stored');
+
+# 4. after an ERROR
+{
+	my $s = background_tls_psql($node, tls_connstr($node, tls => '1.3'),
+		on_error_stop => 0);
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	my (undef, $err) = bg_query($s, 'SELECT 1/0');
+	like($err, qr/division by zero/, 'after an ERROR: the statement failed');
+	my $before = activity_row($node, $pid)->{rekeys_sent};
+	usleep(2_500_000);
+	$s->query_safe('SELECT 1');
+	my $after = activity_row($node, $pid)->{rekeys_sent};
+	cmp_ok($after, '>', $before,
+		'after an ERROR: the first I/O after the interval rotated the sending key');
+	$s->quit;
+}
 
 done_testing();

@@ -1,0 +1,246 @@
+/*-------------------------------------------------------------------------
+ *
+ * ending.c
+ *	  Ending a connection at a limit, and the log lines that must wait for
+ *	  a safe point.
+ *
+ * A limit reached at a send point ends the connection at once, with a
+ * FATAL that says why (sslr_terminate).  One reached on the inbound record
+ * path, inside SSL_read, can neither ereport nor block: the TLS connection
+ * is marked as shut down by the peer (a flag), so OpenSSL processes nothing
+ * more of what is waiting and the read reports end of connection; the
+ * reason is logged at exit (sslr_defer_termination).
+ *
+ * Rotations are logged (ssl_renegotiate.log_rekeys) from a queue filled
+ * inside OpenSSL's callbacks and written at the next safe point or at exit.
+ *
+ * Invariants:
+ *	- Called inside OpenSSL's callbacks, these functions only set flags
+ *	  and fill the fixed-size queue: no ereport, no allocation.
+ *	- A connection is ended once; what is decided after that is ignored.
+ *
+ * Copyright (c) 2026, ssl_renegotiate developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+
+#include <openssl/ssl.h>
+
+#include "ssl_renegotiate.h"
+
+static void sslr_log_deferred_termination(void);
+
+/* Exit of a backend ended before authentication (no slot, no policy). */
+static void
+sslr_termination_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
+{
+	sslr_log_deferred_termination();
+}
+
+/*
+ * End the session from the inbound record path, where we can neither block
+ * nor ereport.  Marking the TLS connection as shut down by the peer (a flag
+ * only) makes OpenSSL process nothing more of what is waiting in the
+ * socket, and the read report end of connection: a backend in the middle of
+ * a message, or of a COPY, ends as if the client had gone, rolling back.
+ * The next CHECK_FOR_INTERRUPTS ends an idle one as a lost connection, and
+ * the latch wakes it.  Nothing more is sent to this client.
+ */
+static void
+sslr_end_connection(SSL *ssl)
+{
+	SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_RECEIVED_SHUTDOWN);
+	if (sslr_conn.ssl == NULL)
+	{
+		/* before authentication: say it from our own exit callback */
+		on_proc_exit(sslr_termination_at_exit, (Datum) 0);
+		return;
+	}
+	InterruptPending = true;
+	ClientConnectionLost = true;
+	SetLatch(MyLatch);
+}
+
+/*
+ * A limit was reached on the inbound path: end the connection, and keep
+ * the reason (with amount: bytes, or key updates) for the log at exit.
+ */
+void
+sslr_defer_termination(SSL *ssl, SslrEndReason reason, int64 amount)
+{
+	SslrEndingState *ending = &sslr_conn.ending;
+
+	if (ending->deferred != SSLR_END_NONE)
+		return;
+	ending->deferred = reason;
+	ending->deferred_amount = amount;
+	sslr_count(&sslr_my_slot->stats.tally.terminations, 1);
+	sslr_end_connection(ssl);
+}
+
+/* End the connection from a safe point, with the reason. */
+void
+sslr_terminate(SslrDirection dir, SslrEndReason reason)
+{
+	int64		bytes = sslr_my_slot->stats.bytes_under_key[dir];
+
+	sslr_count(&sslr_my_slot->stats.tally.terminations, 1);
+	if (reason == SSLR_END_TLS12)
+		ereport(FATAL,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("terminating connection because its TLS 1.2 keys reached ssl_renegotiate.limit"),
+				 errdetail("%lld bytes were %s under one key; ssl_renegotiate.tls12 is \"terminate\".",
+						   (long long) bytes, dir == SSLR_SENT ? "sent" : "received"),
+				 errhint("Connect with TLS 1.3, or change ssl_renegotiate.tls12.")));
+	ereport(FATAL,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("terminating connection because more than ssl_renegotiate.hard_limit was %s under one TLS key",
+					dir == SSLR_SENT ? "sent" : "received"),
+			 errdetail("%lld bytes under one key; ssl_renegotiate.hard_limit is %d kB.",
+					   (long long) bytes, sslr_hard_limit_kb)));
+}
+
+/* A TLS 1.2 limit where policy says carry on: count it, say it once. */
+void
+sslr_limit_skipped(void)
+{
+	sslr_conn.ending.skipped_pending = true;
+	sslr_want_safe_point();
+	sslr_count(&sslr_my_slot->stats.tally.rekeys_skipped, 1);
+}
+
+void
+sslr_queue_rekey_log(SslrDirection dir, bool peer_initiated, int64 bytes,
+					 int64 duration_us)
+{
+	SslrEndingState *ending = &sslr_conn.ending;
+	SslrRekeyLog *entry;
+
+	if (!sslr_log_rekeys)
+		return;
+	if (ending->log_queued >= SSLR_LOG_QUEUE)
+	{
+		ending->log_dropped++;
+		return;
+	}
+	entry = &ending->log_queue[ending->log_queued++];
+	entry->dir = dir;
+	entry->peer_initiated = peer_initiated;
+	entry->bytes_under_old_key = bytes;
+	entry->duration_us = duration_us;
+	sslr_want_safe_point();
+}
+
+static void
+sslr_flush_rekey_logs(void)
+{
+	SslrEndingState *ending = &sslr_conn.ending;
+
+	for (int i = 0; i < ending->log_queued; i++)
+	{
+		SslrRekeyLog *entry = &ending->log_queue[i];
+
+		if (entry->dir == SSLR_SENT)
+			ereport(LOG_SERVER_ONLY,
+					(errmsg("ssl_renegotiate: rotated the sending key of pid %d after %lld bytes in %.3f ms",
+							MyProcPid, (long long) entry->bytes_under_old_key,
+							entry->duration_us / 1000.0),
+					 errhidestmt(true), errhidecontext(true)));
+		else
+			ereport(LOG_SERVER_ONLY,
+					(errmsg("ssl_renegotiate: client of pid %d rotated its sending key after %lld bytes%s, %.3f ms after the request",
+							MyProcPid, (long long) entry->bytes_under_old_key,
+							entry->peer_initiated ? " (unrequested)" : "",
+							entry->duration_us / 1000.0),
+					 errhidestmt(true), errhidecontext(true)));
+	}
+	if (ending->log_dropped > 0)
+		ereport(LOG_SERVER_ONLY,
+				(errmsg("ssl_renegotiate: %lld more rekeys of pid %d were not logged",
+						(long long) ending->log_dropped, MyProcPid),
+				 errhidestmt(true), errhidecontext(true)));
+	ending->log_queued = 0;
+	ending->log_dropped = 0;
+}
+
+static void
+sslr_log_skipped(void)
+{
+	if (sslr_tls12_policy == SSLR_TLS12_RENEGOTIATE)
+		ereport(LOG_SERVER_ONLY,
+				(errmsg("ssl_renegotiate: TLS 1.2 walsender of pid %d reached ssl_renegotiate.limit and goes on under its current keys",
+						MyProcPid),
+				 errdetail("A walsender is never renegotiated: it writes without blocking, and OpenSSL cannot renegotiate across a pending write; this is logged once per connection."),
+				 errhint("Use TLS 1.3 for replication connections, or set ssl_renegotiate.tls12 to \"terminate\"."),
+				 errhidestmt(true), errhidecontext(true)));
+	else
+		ereport(LOG_SERVER_ONLY,
+				(errmsg("ssl_renegotiate: TLS 1.2 connection of pid %d reached ssl_renegotiate.limit and goes on under its current keys",
+						MyProcPid),
+				 errdetail("ssl_renegotiate.tls12 is \"warn\"; this is logged once per connection."),
+				 errhidestmt(true), errhidecontext(true)));
+}
+
+/* At a safe point: write what the callbacks queued. */
+void
+sslr_ending_safe_point(void)
+{
+	SslrEndingState *ending = &sslr_conn.ending;
+
+	if (ending->log_queued > 0 || ending->log_dropped > 0)
+		sslr_flush_rekey_logs();
+	if (ending->skipped_pending)
+	{
+		ending->skipped_pending = false;
+		sslr_log_skipped();
+	}
+}
+
+/* Say why the inbound path ended the connection, if it did. */
+static void
+sslr_log_deferred_termination(void)
+{
+	SslrEndingState *ending = &sslr_conn.ending;
+
+	if (ending->deferred == SSLR_END_NONE)
+		return;
+	if (ending->deferred == SSLR_END_KEY_UPDATE_FLOOD)
+		ereport(LOG_SERVER_ONLY,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("ssl_renegotiate: terminated connection of pid %d: the client sent %lld key updates unasked, faster than ssl_renegotiate.max_peer_key_updates (%d) allows",
+						MyProcPid, (long long) ending->deferred_amount,
+						sslr_max_peer_key_updates),
+				 errdetail("A client may send that many at once, and one more for every %d bytes it sends and every second.",
+						   SSLR_PEER_UPDATE_BYTES),
+				 errhidestmt(true), errhidecontext(true)));
+	else if (ending->deferred == SSLR_END_TLS12)
+		ereport(LOG_SERVER_ONLY,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("ssl_renegotiate: terminated connection of pid %d: its TLS 1.2 keys reached ssl_renegotiate.limit after %lld bytes received",
+						MyProcPid, (long long) ending->deferred_amount),
+				 errdetail("ssl_renegotiate.tls12 is \"terminate\"."),
+				 errhidestmt(true), errhidecontext(true)));
+	else
+		ereport(LOG_SERVER_ONLY,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("ssl_renegotiate: terminated connection of pid %d: the client sent %lld bytes under one TLS key, more than ssl_renegotiate.hard_limit (%d kB)",
+						MyProcPid, (long long) ending->deferred_amount,
+						sslr_hard_limit_kb),
+				 errhidestmt(true), errhidecontext(true)));
+	ending->deferred = SSLR_END_NONE;	/* said once */
+}
+
+/* At backend exit: what could not be said on the inbound path. */
+void
+sslr_ending_at_exit(void)
+{
+	if (sslr_conn.ending.log_queued > 0 || sslr_conn.ending.log_dropped > 0)
+		sslr_flush_rekey_logs();
+	sslr_log_deferred_termination();
+}

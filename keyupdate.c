@@ -1,0 +1,174 @@
+/*-------------------------------------------------------------------------
+ *
+ * keyupdate.c
+ *	  TLS 1.3 key rotation: KeyUpdate both ways.
+ *
+ *	- Our sending key: SSL_key_update(NOT_REQUESTED) at a safe point
+ *	  between two SSL_write calls, sent at once.  Never REQUESTED there:
+ *	  during COPY TO the server does not read, so the peer's answer would
+ *	  pile up until both sides block.
+ *	- The peer's sending key: SSL_key_update(REQUESTED) from the inbound
+ *	  record path (inside SSL_read, where it only sets a flag), with at most
+ *	  one request outstanding: asking again before the peer answered breaks
+ *	  libpq.  The lag between a request and its answer is learnt, so that
+ *	  policy.c can ask that much earlier.
+ *	- KeyUpdates the peer sends unasked each make us derive a key: a budget
+ *	  bounds them (sslr_keyupdate_unasked_allowed).
+ *
+ * Invariants:
+ *	- OpenSSL's error queue is left as it was found (ERR_set_mark /
+ *	  ERR_pop_to_mark around every call).
+ *	- Nothing here blocks, allocates or ereports: the request runs inside
+ *	  SSL_read, and the rest is measured, counted and returned to policy.c.
+ *
+ * Copyright (c) 2026, ssl_renegotiate developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "port/atomics.h"
+#include "utils/timestamp.h"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "ssl_renegotiate.h"
+
+/* Is this OpenSSL error a "not now, try at the next safe point"? */
+static bool
+sslr_transient_error(unsigned long ecode)
+{
+	int			reason = ERR_GET_REASON(ecode);
+
+	return reason == SSL_R_BAD_WRITE_RETRY || reason == SSL_R_STILL_IN_INIT;
+}
+
+/* Our sending key, at a safe point: rotate it now. */
+SslrAttempt
+sslr_keyupdate_send(void)
+{
+	SslrKeyUpdateState *ku = &sslr_conn.keyupdate;
+	unsigned long ecode = 0;
+	int			ok;
+	instr_time	elapsed;
+
+	INSTR_TIME_SET_CURRENT(ku->send_start);
+	ku->sending = true;
+
+	ERR_set_mark();
+	ok = SSL_key_update(sslr_conn.ssl, SSL_KEY_UPDATE_NOT_REQUESTED);
+	if (ok)
+	{
+		/*
+		 * Send it now rather than ahead of the next write, so that what is
+		 * buffered goes out under the new key.  If the socket is full the
+		 * message stays queued in OpenSSL and the next SSL call sends it.
+		 */
+		(void) SSL_do_handshake(sslr_conn.ssl);
+	}
+	else
+		ecode = ERR_peek_last_error();
+	ERR_pop_to_mark();
+
+	ku->sending = false;
+	INSTR_TIME_SET_CURRENT(elapsed);
+	INSTR_TIME_SUBTRACT(elapsed, ku->send_start);
+
+	if (ok)
+	{
+		sslr_count(&sslr_my_slot->stats.tally.rekey_time_us,
+				   INSTR_TIME_GET_MICROSEC(elapsed));
+		return SSLR_ATTEMPT_DONE;
+	}
+	return sslr_transient_error(ecode) ? SSLR_ATTEMPT_RETRY : SSLR_ATTEMPT_FAILED;
+}
+
+/* How long our KeyUpdate that just went out has taken so far. */
+int64
+sslr_keyupdate_sent_duration(void)
+{
+	instr_time	elapsed;
+
+	if (!sslr_conn.keyupdate.sending)
+		return 0;
+	INSTR_TIME_SET_CURRENT(elapsed);
+	INSTR_TIME_SUBTRACT(elapsed, sslr_conn.keyupdate.send_start);
+	return INSTR_TIME_GET_MICROSEC(elapsed);
+}
+
+/* The peer's sending key, from the inbound path: ask for a new one. */
+SslrAttempt
+sslr_keyupdate_request(SSL *ssl)
+{
+	unsigned long ecode = 0;
+	int			ok;
+
+	ERR_set_mark();
+	ok = SSL_key_update(ssl, SSL_KEY_UPDATE_REQUESTED);
+	if (!ok)
+		ecode = ERR_peek_last_error();
+	ERR_pop_to_mark();
+
+	if (!ok)
+		return sslr_transient_error(ecode) ? SSLR_ATTEMPT_RETRY : SSLR_ATTEMPT_FAILED;
+	sslr_conn.keyupdate.request_at_bytes = sslr_my_slot->stats.tally.bytes[SSLR_RECEIVED];
+	sslr_conn.keyupdate.request_time = GetCurrentTimestamp();
+	sslr_publish_rekey_pending(true);
+	return SSLR_ATTEMPT_DONE;
+}
+
+/*
+ * The peer answered our request: learn how late peers answer.  Returns the
+ * time from the request to the answer, in microseconds.
+ */
+int64
+sslr_keyupdate_answered(TimestampTz now)
+{
+	SslrKeyUpdateState *ku = &sslr_conn.keyupdate;
+
+	ku->peer_lag = sslr_my_slot->stats.tally.bytes[SSLR_RECEIVED] - ku->request_at_bytes;
+	sslr_publish_rekey_pending(false);
+	return now - ku->request_time;
+}
+
+/*
+ * May the peer make us derive one more key, unasked?  A token bucket: it
+ * holds up to ssl_renegotiate.max_peer_key_updates updates and starts full;
+ * each unasked update takes one, and one comes back for every
+ * SSLR_PEER_UPDATE_BYTES received and every second.  So however a peer
+ * interleaves its records, the keys it makes us derive stay within
+ * max_peer_key_updates + bytes received / 16 kB + seconds connected, while
+ * a client rotating every 64 kB, or on a timer of a second or more, never
+ * runs dry.  Credit is kept in bytes' worth.
+ */
+bool
+sslr_keyupdate_unasked_allowed(TimestampTz now)
+{
+	SslrKeyUpdateState *ku = &sslr_conn.keyupdate;
+	int64		capacity = (int64) sslr_max_peer_key_updates * SSLR_PEER_UPDATE_BYTES;
+	int64		received = sslr_my_slot->stats.tally.bytes[SSLR_RECEIVED];
+
+	ku->unasked++;
+	if (sslr_max_peer_key_updates <= 0)
+		return true;
+
+	if (ku->budget_time == 0)
+		ku->budget_credit = capacity;
+	else
+	{
+		int64		elapsed = Max(now - ku->budget_time, 0);
+		int64		earned = received - ku->budget_bytes;
+
+		earned += (elapsed / USECS_PER_SEC) * SSLR_PEER_UPDATE_BYTES +
+			(elapsed % USECS_PER_SEC) * SSLR_PEER_UPDATE_BYTES / USECS_PER_SEC;
+		ku->budget_credit = Min(capacity, ku->budget_credit + earned);
+	}
+	ku->budget_bytes = received;
+	ku->budget_time = now;
+
+	if (ku->budget_credit < SSLR_PEER_UPDATE_BYTES)
+		return false;
+	ku->budget_credit -= SSLR_PEER_UPDATE_BYTES;
+	return true;
+}
