@@ -14,7 +14,7 @@ OBJS = \
 	ssl_renegotiate.o
 
 EXTENSION = ssl_renegotiate
-DATA = ssl_renegotiate--1.0.sql
+DATA = ssl_renegotiate--1.0.sql ssl_renegotiate--1.0--1.1.sql
 PGFILEDESC = "ssl_renegotiate - TLS traffic accounting and key rotation"
 
 SHLIB_LINK += -lssl -lcrypto
@@ -27,7 +27,7 @@ PG_CPPFLAGS = -isystem $(shell $(PG_CONFIG) --includedir-server)
 
 # Regression tests run on a temporary instance of their own (see
 # regress.conf), so "make installcheck" needs no running server.
-REGRESS = setup settings views functions privileges
+REGRESS = setup settings views functions privileges oldextversions
 REGRESS_OPTS = --temp-instance=./tmp_check_regress --temp-config=$(srcdir)/regress.conf
 # One more instance without shared_preload_libraries.
 REGRESS_NOT_PRELOADED = not_preloaded

@@ -17,9 +17,10 @@
  *
  * Invariants of this file:
  *	- The per-record path does no locking, no allocation, no logging and no
- *	  OpenSSL call: four additions under the slot's change count and a
- *	  comparison with policy.c's thresholds (and, before authentication
- *	  only, a few atomic additions).
+ *	  OpenSSL call: four additions under the slot's change count, a
+ *	  comparison with policy.c's thresholds, and one with the count of
+ *	  operator requests (before authentication, instead, a few atomic
+ *	  additions).
  *	- Anything more (a threshold crossed, a KeyUpdate, a handshake message)
  *	  is handed to policy.c, an alert to renegotiation.c; rare by design.
  *
@@ -82,6 +83,9 @@ sslr_handle_message(int write_p, int content_type, const void *buf, size_t len,
 
 				if (early)
 					sslr_count_early_record(dir, wire_bytes);
+				else if (unlikely((int64) pg_atomic_read_u64(sslr_my_requests) !=
+								  sslr_my_slot->stats.requests_seen))
+					sslr_rekey_requested(ssl);
 				sslr_count_record(ssl, dir, wire_bytes);
 			}
 			break;

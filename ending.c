@@ -91,10 +91,16 @@ sslr_terminate(SslrDirection dir, SslrEndReason reason)
 	int64		bytes = sslr_my_slot->stats.bytes_under_key[dir];
 
 	sslr_count(&sslr_my_slot->stats.tally.terminations, 1);
+	if (reason == SSLR_END_TLS12_REQUEST)
+		ereport(FATAL,
+				(errcode(ERRCODE_ADMIN_SHUTDOWN),
+				 errmsg("terminating connection because an operator asked to rotate its TLS 1.2 keys"),
+				 errdetail("ssl_renegotiate.tls12 is \"terminate\"."),
+				 errhint("Connect with TLS 1.3, or change ssl_renegotiate.tls12.")));
 	if (reason == SSLR_END_TLS12)
 		ereport(FATAL,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("terminating connection because its TLS 1.2 keys reached ssl_renegotiate.limit"),
+				 errmsg("terminating connection because its TLS 1.2 keys reached ssl_renegotiate.byte_limit"),
 				 errdetail("%lld bytes were %s under one key; ssl_renegotiate.tls12 is \"terminate\".",
 						   (long long) bytes, dir == SSLR_SENT ? "sent" : "received"),
 				 errhint("Connect with TLS 1.3, or change ssl_renegotiate.tls12.")));
@@ -113,6 +119,16 @@ sslr_limit_skipped(void)
 	sslr_conn.ending.skipped_pending = true;
 	sslr_want_safe_point();
 	sslr_count(&sslr_my_slot->stats.tally.rekeys_skipped, 1);
+}
+
+/* An operator request was picked up: say so at the next safe point. */
+void
+sslr_queue_request_log(void)
+{
+	if (!sslr_log_rekeys)
+		return;
+	sslr_conn.ending.request_log_pending = true;
+	sslr_want_safe_point();
 }
 
 void
@@ -174,14 +190,14 @@ sslr_log_skipped(void)
 {
 	if (sslr_tls12_policy == SSLR_TLS12_RENEGOTIATE)
 		ereport(LOG_SERVER_ONLY,
-				(errmsg("ssl_renegotiate: TLS 1.2 walsender of pid %d reached ssl_renegotiate.limit and goes on under its current keys",
+				(errmsg("ssl_renegotiate: TLS 1.2 walsender of pid %d reached ssl_renegotiate.byte_limit and goes on under its current keys",
 						MyProcPid),
 				 errdetail("A walsender is never renegotiated: it writes without blocking, and OpenSSL cannot renegotiate across a pending write; this is logged once per connection."),
 				 errhint("Use TLS 1.3 for replication connections, or set ssl_renegotiate.tls12 to \"terminate\"."),
 				 errhidestmt(true), errhidecontext(true)));
 	else
 		ereport(LOG_SERVER_ONLY,
-				(errmsg("ssl_renegotiate: TLS 1.2 connection of pid %d reached ssl_renegotiate.limit and goes on under its current keys",
+				(errmsg("ssl_renegotiate: TLS 1.2 connection of pid %d reached ssl_renegotiate.byte_limit and goes on under its current keys",
 						MyProcPid),
 				 errdetail("ssl_renegotiate.tls12 is \"warn\"; this is logged once per connection."),
 				 errhidestmt(true), errhidecontext(true)));
@@ -199,6 +215,14 @@ sslr_ending_safe_point(void)
 	{
 		ending->skipped_pending = false;
 		sslr_log_skipped();
+	}
+	if (ending->request_log_pending)
+	{
+		ending->request_log_pending = false;
+		ereport(LOG_SERVER_ONLY,
+				(errmsg("ssl_renegotiate: pid %d was asked to rotate its keys (request %lld)",
+						MyProcPid, (long long) sslr_my_slot->stats.requests_seen),
+				 errhidestmt(true), errhidecontext(true)));
 	}
 }
 
@@ -222,7 +246,7 @@ sslr_log_deferred_termination(void)
 	else if (ending->deferred == SSLR_END_TLS12)
 		ereport(LOG_SERVER_ONLY,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("ssl_renegotiate: terminated connection of pid %d: its TLS 1.2 keys reached ssl_renegotiate.limit after %lld bytes received",
+				 errmsg("ssl_renegotiate: terminated connection of pid %d: its TLS 1.2 keys reached ssl_renegotiate.byte_limit after %lld bytes received",
 						MyProcPid, (long long) ending->deferred_amount),
 				 errdetail("ssl_renegotiate.tls12 is \"terminate\"."),
 				 errhidestmt(true), errhidecontext(true)));

@@ -4,7 +4,7 @@
  *	  When a connection's keys rotate, and which mechanism does it.
  *
  * Each direction rotates when the bytes sent (or received) under the
- * current key reach ssl_renegotiate.limit, when its records reach the
+ * current key reach ssl_renegotiate.byte_limit, when its records reach the
  * confidentiality limit of the cipher in force (a renegotiation may change
  * it), or at the first I/O after ssl_renegotiate.interval, each direction on
  * its own clock.  A direction that carries more than
@@ -72,9 +72,9 @@ static void sslr_recompute(void);
  * ---------------------------------------------------------------------
  */
 static int64
-sslr_limit_bytes(void)
+sslr_byte_limit_bytes(void)
 {
-	return (int64) sslr_limit_kb * 1024;
+	return (int64) sslr_byte_limit_kb * 1024;
 }
 
 static int64
@@ -133,7 +133,7 @@ sslr_may_rotate(SslrDirection dir)
 static int64
 sslr_rotation_trigger(SslrDirection dir)
 {
-	int64		limit = sslr_limit_bytes();
+	int64		limit = sslr_byte_limit_bytes();
 	int64		lag = sslr_conn.keyupdate.peer_lag;
 
 	if (limit <= 0)
@@ -155,7 +155,8 @@ sslr_rotation_due(SslrDirection dir)
 
 	return stats->bytes_under_key[dir] >= sslr_rotation_trigger(dir) ||
 		stats->records_under_key[dir] >= sslr_conn.policy.cipher_record_limit ||
-		sslr_conn.policy.interval_expired[dir];
+		sslr_conn.policy.interval_expired[dir] ||
+		sslr_conn.policy.requested[dir];
 }
 
 /* The values the hot paths compare with, from everything they depend on. */
@@ -175,7 +176,7 @@ sslr_recompute(void)
 		{
 			bytes = Min(bytes, sslr_rotation_trigger(dir));
 			records = sslr_conn.policy.cipher_record_limit;
-			if (sslr_conn.policy.interval_expired[dir])
+			if (sslr_conn.policy.interval_expired[dir] || sslr_conn.policy.requested[dir])
 				bytes = 0;
 		}
 		sslr_attention_bytes[dir] = bytes;
@@ -268,6 +269,17 @@ sslr_policy_comm_reset(void)
  * ---------------------------------------------------------------------
  */
 
+/* An operator request has its new key in this direction. */
+static void
+sslr_request_carried_out(SslrDirection dir)
+{
+	SslrPolicyState *policy = &sslr_conn.policy;
+
+	policy->requested[dir] = false;
+	if (!policy->requested[SSLR_SENT] && !policy->requested[SSLR_RECEIVED])
+		sslr_publish_request(sslr_my_slot->stats.requests_seen, false);
+}
+
 /* One direction's key changed: retire the old key's counters. */
 static void
 sslr_retire_key(SslrDirection dir, TimestampTz now, bool peer_initiated,
@@ -290,6 +302,8 @@ sslr_retire_key(SslrDirection dir, TimestampTz now, bool peer_initiated,
 	sslr_conn.policy.interval_expired[dir] = false;
 	sslr_conn.policy.rotation_blocked[dir] = false;
 	sslr_queue_rekey_log(dir, peer_initiated, bytes, duration_us);
+	if (sslr_conn.policy.requested[dir])
+		sslr_request_carried_out(dir);
 
 	/*
 	 * The timer may be off (both keys had outlived the interval) or set for
@@ -344,7 +358,39 @@ sslr_handshake_message(int write_p, int msg_type)
 	sslr_retire_key(SSLR_SENT, now, false, 0);
 	sslr_retire_key(SSLR_RECEIVED, now, false, 0);
 	sslr_conn.policy.cipher_record_limit = sslr_cipher_limit_for(sslr_conn.ssl);
+	sslr_publish_record_limit(sslr_conn.policy.cipher_record_limit);
 	sslr_renegotiation_note_cipher();
+	sslr_recompute();
+}
+
+/*
+ * An operator asked for new keys (ssl_renegotiate_rekey), as the record
+ * callback found: both directions rotate at their next safe point, as the
+ * policy says for this connection.  Flags only: this runs inside OpenSSL.
+ */
+void
+sslr_rekey_requested(SSL *ssl pg_attribute_unused())
+{
+	SslrPolicyState *policy = &sslr_conn.policy;
+	int64		requests = (int64) pg_atomic_read_u64(sslr_my_requests);
+
+	sslr_publish_request(requests, true);
+	sslr_queue_request_log();
+	if (sslr_conn.ssl == NULL)
+		return;
+
+	if (!policy->tls13 && sslr_tls12_action() == SSLR_TLS12_WARN)
+	{
+		/* the request is answered as a limit would be: carry on */
+		sslr_count(&sslr_my_slot->stats.tally.rekeys_skipped, 1);
+		sslr_publish_request(requests, false);
+		return;
+	}
+	for (int dir = 0; dir < SSLR_NDIRECTIONS; dir++)
+	{
+		policy->requested[dir] = true;
+		policy->rotation_blocked[dir] = false;	/* a fresh attempt */
+	}
 	sslr_recompute();
 }
 
@@ -399,6 +445,8 @@ sslr_receive_attention(SSL *ssl)
 			sslr_conn.policy.tls12_warned = true;
 			sslr_limit_skipped();
 		}
+		else if (sslr_conn.policy.requested[SSLR_RECEIVED])
+			sslr_want_safe_point(); /* end it with a FATAL that says why */
 		else
 			sslr_defer_termination(ssl, SSLR_END_TLS12,
 								   stats->bytes_under_key[SSLR_RECEIVED]);
@@ -457,7 +505,8 @@ sslr_policy_send_point(bool may_block)
 			sslr_limit_skipped();
 		}
 		else
-			sslr_terminate(SSLR_SENT, SSLR_END_TLS12);
+			sslr_terminate(SSLR_SENT, sslr_conn.policy.requested[SSLR_SENT] ?
+						   SSLR_END_TLS12_REQUEST : SSLR_END_TLS12);
 	}
 	if (sslr_conn.safe_point_work)
 		sslr_safe_point_work();
@@ -490,6 +539,7 @@ sslr_rekey_start(Port *port)
 	sslr_conn.ssl = port->ssl;
 	policy->tls13 = SSL_version(port->ssl) >= TLS1_3_VERSION;
 	policy->cipher_record_limit = sslr_cipher_limit_for(port->ssl);
+	sslr_publish_record_limit(policy->cipher_record_limit);
 	policy->key_since[SSLR_SENT] = policy->key_since[SSLR_RECEIVED] = now;
 
 	if (!policy->tls13)

@@ -35,6 +35,14 @@
  *	- The early sums are atomics, added to without any lock.
  *	- A reset zeroes the totals less the early sums, and makes each live
  *	  slot's current counts its baseline.
+ *	- Operator requests (ssl_renegotiate_rekey) are counted by the
+ *	  requesters in an atomic beside the slot, under the lock held shared,
+ *	  so that a request always reaches the backend that was asked.
+ *
+ * The totals survive a clean restart: the postmaster writes them to a file
+ * of ours under pg_stat/ when it exits after a shutdown checkpoint, and
+ * reads and removes that file when it creates shared memory, so that after
+ * a crash (or an immediate stop) they start again from zero.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -42,9 +50,17 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "access/xlog_internal.h"
+#include "catalog/pg_control.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "port/atomics.h"
+#include "port/pg_crc32c.h"
 #include "replication/walsender.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
@@ -65,6 +81,7 @@ typedef struct SslrEntry
 {
 	SslrSlot	slot;			/* written by its owner only */
 	SslrTally	baseline;		/* under the lock: counted elsewhere already */
+	pg_atomic_uint64 requests;	/* operator requests, added under the lock */
 } SslrEntry;
 
 typedef struct SslrShared
@@ -87,7 +104,13 @@ static bool sslr_early_connection_counted = false;
 
 SslrSlot   *sslr_my_slot = &sslr_local_slot;
 
+/* No requests reach a backend before it attaches. */
+static pg_atomic_uint64 sslr_no_requests;
+pg_atomic_uint64 *sslr_my_requests = &sslr_no_requests;
+
 static void sslr_detach_slot(int code, Datum arg);
+static void sslr_load_totals(SslrTotals *totals);
+static void sslr_shmem_shutdown(int code, Datum arg);
 
 StaticAssertDecl(sizeof(SslrTally) % sizeof(int64) == 0,
 				 "SslrTally must consist of int64 members only");
@@ -111,6 +134,8 @@ sslr_shmem_startup(void)
 {
 	bool		found;
 
+	pg_atomic_init_u64(&sslr_no_requests, 0);
+
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	sslr_shared = ShmemInitStruct("ssl_renegotiate", sslr_shmem_size(), &found);
 	if (!found)
@@ -120,9 +145,18 @@ sslr_shmem_startup(void)
 		pg_atomic_init_u64(&sslr_shared->early.connections, 0);
 		for (int i = 0; i < (int) SSLR_TALLY_FIELDS; i++)
 			pg_atomic_init_u64(&sslr_shared->early.tally[i], 0);
+		for (int i = 0; i < MaxBackends; i++)
+			pg_atomic_init_u64(&sslr_shared->entries[i].requests, 0);
 		sslr_shared->totals.stats_reset = GetCurrentTimestamp();
 	}
 	LWLockRelease(AddinShmemInitLock);
+
+	/* the postmaster keeps the totals across a clean restart */
+	if (!IsUnderPostmaster)
+	{
+		sslr_load_totals(&sslr_shared->totals);
+		on_shmem_exit(sslr_shmem_shutdown, (Datum) 0);
+	}
 }
 
 bool
@@ -222,10 +256,13 @@ sslr_attach_slot(Port *port)
 	strlcpy(entry->slot.version, SSL_get_version(port->ssl), sizeof(entry->slot.version));
 	strlcpy(entry->slot.cipher, SSL_get_cipher_name(port->ssl), sizeof(entry->slot.cipher));
 	entry->slot.stats = sslr_local_slot.stats;
+	entry->slot.stats.requests_seen = 0;
 	SSLR_END_WRITE(&entry->slot);
 	entry->baseline = sslr_local_slot.stats.tally;
+	pg_atomic_write_u64(&entry->requests, 0);
 	sslr_my_entry = entry;
 	sslr_my_slot = &entry->slot;
+	sslr_my_requests = &entry->requests;
 	sslr_early = false;
 	LWLockRelease(sslr_shared->lock);
 
@@ -277,6 +314,60 @@ sslr_publish_rekey_pending(bool pending)
 	SSLR_END_WRITE(slot);
 }
 
+void
+sslr_publish_record_limit(int64 record_limit)
+{
+	SslrSlot   *slot = sslr_my_slot;
+
+	SSLR_BEGIN_WRITE(slot);
+	slot->stats.record_limit = record_limit;
+	SSLR_END_WRITE(slot);
+}
+
+/* Operator requests picked up, and whether one is still being carried out. */
+void
+sslr_publish_request(int64 seen, bool pending)
+{
+	SslrSlot   *slot = sslr_my_slot;
+
+	SSLR_BEGIN_WRITE(slot);
+	slot->stats.requests_seen = seen;
+	slot->stats.request_pending = pending;
+	SSLR_END_WRITE(slot);
+}
+
+/*
+ * Ask the TLS backend with this pid to rotate its keys.  Under the lock
+ * held shared, so that the slot cannot change hands meanwhile: a request
+ * reaches the backend that was asked, never the next owner of its slot.
+ * Returns false if no attached TLS backend has this pid.
+ */
+bool
+sslr_request_rekey(int pid)
+{
+	bool		found = false;
+
+	LWLockAcquire(sslr_shared->lock, LW_SHARED);
+	for (int i = 0; i < MaxBackends && !found; i++)
+	{
+		SslrEntry  *entry = &sslr_shared->entries[i];
+
+		if (entry->slot.pid != pid)
+			continue;
+		pg_atomic_fetch_add_u64(&entry->requests, 1);
+		found = true;
+	}
+	LWLockRelease(sslr_shared->lock);
+	return found;
+}
+
+/* Requests made of the backend in slot index so far. */
+int64
+sslr_read_requests(int index)
+{
+	return (int64) pg_atomic_read_u64(&sslr_shared->entries[index].requests);
+}
+
 /*
  * At backend exit: fold the slot into the totals and free it.  Anything the
  * connection still carries afterwards (the closing alert) is counted
@@ -295,7 +386,9 @@ sslr_detach_slot(int code pg_attribute_unused(), Datum arg pg_attribute_unused()
 	sslr_tally_add(&sslr_shared->totals.tally, &entry->baseline, -1);
 	memset(&entry->baseline, 0, sizeof(entry->baseline));
 	sslr_local_slot = entry->slot;
+	sslr_local_slot.stats.requests_seen = 0;
 	sslr_my_slot = &sslr_local_slot;
+	sslr_my_requests = &sslr_no_requests;
 	SSLR_BEGIN_WRITE(&entry->slot);
 	entry->slot.pid = 0;
 	SSLR_END_WRITE(&entry->slot);
@@ -414,4 +507,142 @@ sslr_reset_totals(void)
 	}
 	totals->stats_reset = GetCurrentTimestamp();
 	LWLockRelease(sslr_shared->lock);
+}
+
+/* ---------------------------------------------------------------------
+ * The totals across a clean restart
+ * ---------------------------------------------------------------------
+ */
+#define SSLR_TOTALS_FILE	PGSTAT_STAT_PERMANENT_DIRECTORY "/ssl_renegotiate.stat"
+#define SSLR_TOTALS_MAGIC	0x534c5352	/* "SSLR" */
+#define SSLR_TOTALS_FORMAT	1
+
+typedef struct SslrTotalsFile
+{
+	uint32		magic;
+	uint32		format;
+	uint32		size;			/* sizeof(SslrTotals) */
+	SslrTotals	totals;
+	pg_crc32c	crc;			/* of everything above */
+} SslrTotalsFile;
+
+static pg_crc32c
+sslr_totals_crc(const SslrTotalsFile *data)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, data, offsetof(SslrTotalsFile, crc));
+	FIN_CRC32C(crc);
+	return crc;
+}
+
+/*
+ * Did the cluster just shut down cleanly?  pg_control says so once the
+ * shutdown checkpoint is written; after an immediate stop or a crash it
+ * still says "in production".  Read by hand: nothing here may ERROR.
+ */
+static bool
+sslr_shut_down_cleanly(void)
+{
+	ControlFileData control;
+	pg_crc32c	crc;
+	char		path[MAXPGPATH];
+	int			fd;
+	bool		read_all;
+
+	snprintf(path, sizeof(path), "%s/%s", DataDir, XLOG_CONTROL_FILE);
+	fd = open(path, O_RDONLY | PG_BINARY, 0);
+	if (fd < 0)
+		return false;
+	read_all = read(fd, &control, sizeof(control)) == sizeof(control);
+	close(fd);
+	if (!read_all)
+		return false;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, &control, offsetof(ControlFileData, crc));
+	FIN_CRC32C(crc);
+	return EQ_CRC32C(crc, control.crc) &&
+		(control.state == DB_SHUTDOWNED || control.state == DB_SHUTDOWNED_IN_RECOVERY);
+}
+
+/* At postmaster exit: keep the totals if the cluster shut down cleanly. */
+static void
+sslr_shmem_shutdown(int code, Datum arg pg_attribute_unused())
+{
+	SslrTotalsFile data;
+	SslrTally	early;
+	FILE	   *file;
+	bool		written;
+
+	if (code != 0 || sslr_shared == NULL || !sslr_shut_down_cleanly())
+		return;
+
+	memset(&data, 0, sizeof(data));
+	data.magic = SSLR_TOTALS_MAGIC;
+	data.format = SSLR_TOTALS_FORMAT;
+	data.size = sizeof(SslrTotals);
+	data.totals = sslr_shared->totals;
+	data.totals.connections += sslr_read_early(&early);
+	sslr_tally_add(&data.totals.tally, &early, 1);
+	data.crc = sslr_totals_crc(&data);
+
+	file = AllocateFile(SSLR_TOTALS_FILE ".tmp", PG_BINARY_W);
+	if (file == NULL)
+	{
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", SSLR_TOTALS_FILE ".tmp")));
+		return;
+	}
+	written = fwrite(&data, sizeof(data), 1, file) == 1;
+	if (FreeFile(file) != 0 || !written)
+	{
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", SSLR_TOTALS_FILE ".tmp")));
+		unlink(SSLR_TOTALS_FILE ".tmp");
+		return;
+	}
+	(void) durable_rename(SSLR_TOTALS_FILE ".tmp", SSLR_TOTALS_FILE, LOG);
+}
+
+/*
+ * When the postmaster creates shared memory: the totals saved at the last
+ * clean shutdown, if any.  The file is removed once read, so that a crash
+ * restart finds none.
+ */
+static void
+sslr_load_totals(SslrTotals *totals)
+{
+	SslrTotalsFile data;
+	const char *problem = NULL;
+	FILE	   *file = AllocateFile(SSLR_TOTALS_FILE, PG_BINARY_R);
+
+	if (file == NULL)
+	{
+		if (errno != ENOENT)
+			ereport(LOG,
+					(errcode_for_file_access(),
+					 errmsg("could not read file \"%s\": %m", SSLR_TOTALS_FILE)));
+		return;
+	}
+	if (fread(&data, sizeof(data), 1, file) != 1 || fgetc(file) != EOF)
+		problem = "it is not of the expected size";
+	else if (data.magic != SSLR_TOTALS_MAGIC || data.format != SSLR_TOTALS_FORMAT ||
+			 data.size != sizeof(SslrTotals))
+		problem = "it is of another format";
+	else if (!EQ_CRC32C(data.crc, sslr_totals_crc(&data)))
+		problem = "its checksum does not match";
+	FreeFile(file);
+
+	if (problem)
+		ereport(LOG,
+				(errmsg("ssl_renegotiate: ignoring the totals saved in \"%s\": %s",
+						SSLR_TOTALS_FILE, problem),
+				 errdetail("The totals start again from zero.")));
+	else
+		*totals = data.totals;
+	unlink(SSLR_TOTALS_FILE);
 }

@@ -24,6 +24,8 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "libpq/libpq-be.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -32,6 +34,8 @@
 #include "ssl_renegotiate.h"
 
 PG_FUNCTION_INFO_V1(ssl_renegotiate_activity_1_0);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_activity_1_1);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_rekey_1_1);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_totals_1_0);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_reset_1_0);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_bytes_sent);
@@ -41,7 +45,19 @@ PG_FUNCTION_INFO_V1(ssl_renegotiate_records_received);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_rekeys_sent);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_rekeys_received);
 
-#define SSLR_ACTIVITY_COLS 23
+/*
+ * The SQL objects of each version call the C function of that version:
+ * the library serves a 1.0 installation until ALTER EXTENSION UPDATE.
+ */
+typedef enum SslrApiVersion
+{
+	SSLR_API_V1_0,
+	SSLR_API_V1_1
+} SslrApiVersion;
+
+#define SSLR_ACTIVITY_COLS_V1_0 23
+#define SSLR_ACTIVITY_COLS_V1_1 26
+#define SSLR_ACTIVITY_COLS SSLR_ACTIVITY_COLS_V1_1
 #define SSLR_TOTALS_COLS 13
 
 static void
@@ -74,10 +90,11 @@ sslr_max_per_key(const SslrConnStats *stats, SslrDirection dir)
 	return Max(stats->max_bytes_per_key[dir], stats->bytes_under_key[dir]);
 }
 
-Datum
-ssl_renegotiate_activity_1_0(PG_FUNCTION_ARGS)
+static Datum
+sslr_activity(FunctionCallInfo fcinfo, SslrApiVersion version)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			ncols = version == SSLR_API_V1_0 ? SSLR_ACTIVITY_COLS_V1_0 : SSLR_ACTIVITY_COLS_V1_1;
 	SslrSlot	slot;
 
 	sslr_require_preload();
@@ -101,7 +118,7 @@ ssl_renegotiate_activity_1_0(PG_FUNCTION_ARGS)
 
 		if (!sslr_may_see(slot.userid))
 		{
-			for (; c < SSLR_ACTIVITY_COLS; c++)
+			for (; c < ncols; c++)
 				nulls[c] = true;
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 			continue;
@@ -130,12 +147,80 @@ ssl_renegotiate_activity_1_0(PG_FUNCTION_ARGS)
 		values[c++] = Int64GetDatum(s->tally.peer_renegotiations_refused);
 		values[c++] = Int64GetDatum(s->records_under_key[SSLR_SENT]);
 		values[c++] = Int64GetDatum(s->records_under_key[SSLR_RECEIVED]);
-		Assert(c == SSLR_ACTIVITY_COLS);
+		if (version >= SSLR_API_V1_1)
+		{
+			int64		requests = sslr_read_requests(i);
+
+			if (s->record_limit != SSLR_NO_LIMIT)
+				values[c++] = Int64GetDatum(s->record_limit);
+			else
+				nulls[c++] = true;
+			values[c++] = Int64GetDatum(requests);
+			values[c++] = BoolGetDatum(requests != s->requests_seen || s->request_pending);
+		}
+		Assert(c == ncols);
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 
 	return (Datum) 0;
+}
+
+Datum
+ssl_renegotiate_activity_1_0(PG_FUNCTION_ARGS)
+{
+	return sslr_activity(fcinfo, SSLR_API_V1_0);
+}
+
+Datum
+ssl_renegotiate_activity_1_1(PG_FUNCTION_ARGS)
+{
+	return sslr_activity(fcinfo, SSLR_API_V1_1);
+}
+
+/*
+ * Ask a TLS backend to rotate its keys in both directions, at its next I/O.
+ * Never waits for it.  Permissions as for pg_cancel_backend.
+ */
+Datum
+ssl_renegotiate_rekey_1_1(PG_FUNCTION_ARGS)
+{
+	int			pid = PG_GETARG_INT32(0);
+	PGPROC	   *proc;
+	Oid			roleid;
+
+	sslr_require_preload();
+	proc = BackendPidGetProc(pid);
+	if (proc == NULL)
+	{
+		ereport(WARNING,
+				(errmsg("PID %d is not a PostgreSQL backend process", pid)));
+		PG_RETURN_BOOL(false);
+	}
+
+	roleid = proc->roleId;
+	if ((!OidIsValid(roleid) || superuser_arg(roleid)) && !superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to rotate the TLS keys of this process"),
+				 errdetail("Only roles with the %s attribute may rotate the keys of processes of roles with the %s attribute.",
+						   "SUPERUSER", "SUPERUSER")));
+	if (!has_privs_of_role(GetUserId(), roleid) &&
+		!has_privs_of_role(GetUserId(), ROLE_PG_SIGNAL_BACKEND))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to rotate the TLS keys of this process"),
+				 errdetail("Only roles with privileges of the role whose process it is, or of the \"%s\" role, may rotate its keys.",
+						   "pg_signal_backend")));
+
+	if (!sslr_request_rekey(pid))
+	{
+		ereport(WARNING,
+				(errmsg("PID %d is not a backend on a TLS connection", pid),
+				 errhint("See pg_stat_ssl, or ssl_renegotiate_activity, for the backends that use TLS.")));
+		PG_RETURN_BOOL(false);
+	}
+	PG_RETURN_BOOL(true);
 }
 
 Datum

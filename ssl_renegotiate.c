@@ -36,7 +36,7 @@
 PG_MODULE_MAGIC;
 
 /* settings */
-int			sslr_limit_kb = 512 * 1024;
+int			sslr_byte_limit_kb = 512 * 1024;
 int			sslr_interval_s = 0;
 int			sslr_hard_limit_kb = 0;
 int			sslr_tls12_policy = SSLR_TLS12_WARN;
@@ -122,10 +122,10 @@ sslr_assign_log_rekeys(bool newval pg_attribute_unused(),
 static void
 sslr_define_settings(void)
 {
-	DefineCustomIntVariable("ssl_renegotiate.limit",
+	DefineCustomIntVariable("ssl_renegotiate.byte_limit",
 							"Rotates a TLS connection's keys when this much was sent, or received, under one key.",
 							"Each direction is counted on its own. 0 turns byte-based rotation off; cipher limits still apply.",
-							&sslr_limit_kb,
+							&sslr_byte_limit_kb,
 							512 * 1024, 0, INT_MAX,
 							PGC_SUSET,
 							GUC_UNIT_KB,

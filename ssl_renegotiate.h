@@ -28,6 +28,7 @@
 #include <signal.h>
 
 #include "datatype/timestamp.h"
+#include "port/atomics.h"
 #include "libpq/libpq.h"
 #include "libpq/libpq-be.h"
 #include "portability/instr_time.h"
@@ -94,6 +95,9 @@ typedef struct SslrConnStats
 	int64		max_bytes_per_key[SSLR_NDIRECTIONS];	/* among retired keys */
 	TimestampTz last_rekey;
 	bool		rekey_pending;	/* a rekey we asked the peer for is unanswered */
+	int64		record_limit;	/* records per key of the cipher in force */
+	int64		requests_seen;	/* operator requests picked up */
+	bool		request_pending;	/* ... and not yet carried out both ways */
 } SslrConnStats;
 
 #define SSLR_VERSION_LEN 16
@@ -128,6 +132,13 @@ typedef struct SslrTotals
  */
 extern SSLR_HOT_DATA SslrSlot *sslr_my_slot;
 
+/*
+ * Operator requests for this backend's connection (ssl_renegotiate_rekey),
+ * counted by the requesters in shared memory; the record callback compares
+ * it with sslr_my_slot->stats.requests_seen.
+ */
+extern SSLR_HOT_DATA pg_atomic_uint64 *sslr_my_requests;
+
 /* Writer side of the change-count protocol. */
 #define SSLR_BEGIN_WRITE(slot) \
 	do { (slot)->changecount++; pg_write_barrier(); } while (0)
@@ -145,6 +156,7 @@ typedef enum SslrEndReason
 	SSLR_END_NONE,
 	SSLR_END_HARD_LIMIT,		/* ssl_renegotiate.hard_limit */
 	SSLR_END_TLS12,				/* ssl_renegotiate.tls12 = terminate */
+	SSLR_END_TLS12_REQUEST,		/* ... and an operator asked for new keys */
 	SSLR_END_KEY_UPDATE_FLOOD	/* ssl_renegotiate.max_peer_key_updates */
 } SslrEndReason;
 
@@ -158,6 +170,7 @@ typedef struct SslrPolicyState
 	bool		interval_expired[SSLR_NDIRECTIONS];
 	TimestampTz key_since[SSLR_NDIRECTIONS];
 	bool		rotation_blocked[SSLR_NDIRECTIONS]; /* failed: wait for a new key */
+	bool		requested[SSLR_NDIRECTIONS];	/* an operator asked for a new key */
 	bool		tls12_warned;	/* "warn" said its line */
 } SslrPolicyState;
 
@@ -220,6 +233,7 @@ typedef struct SslrEndingState
 	int			log_queued;
 	int64		log_dropped;
 	bool		skipped_pending;	/* "carry on" to be logged */
+	bool		request_log_pending;	/* an operator request, to be logged */
 	SslrEndReason deferred;
 	int64		deferred_amount;
 } SslrEndingState;
@@ -258,7 +272,7 @@ sslr_want_safe_point(void)
 }
 
 /* settings (ssl_renegotiate.c) */
-extern int	sslr_limit_kb;
+extern int	sslr_byte_limit_kb;
 extern int	sslr_interval_s;
 extern int	sslr_hard_limit_kb;
 extern int	sslr_tls12_policy;
@@ -281,6 +295,7 @@ extern void sslr_policy_send_point(bool may_block);
 extern void sslr_receive_attention(SSL *ssl);
 extern void sslr_key_rotated(SSL *ssl, SslrDirection dir);
 extern void sslr_handshake_message(int write_p, int msg_type);
+extern void sslr_rekey_requested(SSL *ssl);
 
 /* keyupdate.c: credit for one unasked key update of the peer (a full record) */
 #define SSLR_PEER_UPDATE_BYTES	16384
@@ -314,6 +329,7 @@ extern void sslr_renegotiation_at_exit(int64 record_limit);
 extern void sslr_defer_termination(SSL *ssl, SslrEndReason reason, int64 amount);
 extern void sslr_terminate(SslrDirection dir, SslrEndReason reason);
 extern void sslr_limit_skipped(void);
+extern void sslr_queue_request_log(void);
 extern void sslr_queue_rekey_log(SslrDirection dir, bool peer_initiated,
 								 int64 bytes, int64 duration_us);
 extern void sslr_ending_safe_point(void);
@@ -330,6 +346,10 @@ extern void sslr_attach_slot(Port *port);
 extern bool sslr_publish_userid(void);
 extern void sslr_publish_cipher(SSL *ssl);
 extern void sslr_publish_rekey_pending(bool pending);
+extern void sslr_publish_record_limit(int64 record_limit);
+extern void sslr_publish_request(int64 seen, bool pending);
+extern bool sslr_request_rekey(int pid);
+extern int64 sslr_read_requests(int index);
 extern void sslr_read_slot(int index, SslrSlot *copy);
 extern int	sslr_slot_count(void);
 extern void sslr_read_totals(SslrTotals *totals, bool (*include) (Oid userid));

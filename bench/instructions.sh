@@ -71,9 +71,9 @@ measure() {
 
 declare -A result
 configs=("c|TLS 1.3, no extension||"
-         "d|TLS 1.3, accounting only (limit 0)|ssl_renegotiate|-c ssl_renegotiate.limit=0"
-         "e|TLS 1.3, limit 64kB|ssl_renegotiate|-c ssl_renegotiate.limit=64kB"
-         "f|TLS 1.3, limit 640kB|ssl_renegotiate|-c ssl_renegotiate.limit=640kB"
+         "d|TLS 1.3, accounting only (limit 0)|ssl_renegotiate|-c ssl_renegotiate.byte_limit=0"
+         "e|TLS 1.3, limit 64kB|ssl_renegotiate|-c ssl_renegotiate.byte_limit=64kB"
+         "f|TLS 1.3, limit 640kB|ssl_renegotiate|-c ssl_renegotiate.byte_limit=640kB"
          "g|TLS 1.3, limit 512MB (default)|ssl_renegotiate|")
 for c in "${configs[@]}"; do
     IFS='|' read -r key _ preload options <<<"$c"

@@ -213,9 +213,9 @@ qb() { q -At -d "$UNIX_B" "$@"; }
 
 qb -c 'CREATE EXTENSION ssl_renegotiate'
 PG_VERSION=$(qa -c 'SHOW server_version')
-[ "$(qb -c "SELECT count(*) FROM pg_settings WHERE name = 'ssl_renegotiate.limit'")" = 1 ] ||
+[ "$(qb -c "SELECT count(*) FROM pg_settings WHERE name = 'ssl_renegotiate.byte_limit'")" = 1 ] ||
     die "cluster B: ssl_renegotiate not loaded"
-[ "$(qa -c "SELECT count(*) FROM pg_settings WHERE name = 'ssl_renegotiate.limit'")" = 0 ] ||
+[ "$(qa -c "SELECT count(*) FROM pg_settings WHERE name = 'ssl_renegotiate.byte_limit'")" = 0 ] ||
     die "cluster A: ssl_renegotiate is loaded, it must not be"
 
 # ------------------------------------------------------------------- data
@@ -295,12 +295,12 @@ conn_of() { # config -> conninfo
         a) echo "$UNIX_A" ;;
         b) echo "host=127.0.0.1 port=$PA dbname=postgres sslmode=disable gssencmode=disable" ;;
         c) echo "host=127.0.0.1 port=$PA dbname=postgres $TLS13" ;;
-        d) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS13 options='-c ssl_renegotiate.limit=0'" ;;
-        e) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS13 options='-c ssl_renegotiate.limit=64kB'" ;;
-        f) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS13 options='-c ssl_renegotiate.limit=640kB'" ;;
-        g) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS13 options='-c ssl_renegotiate.limit=512MB'" ;;
-        h64) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS12 options='-c ssl_renegotiate.limit=64kB -c ssl_renegotiate.tls12=renegotiate'" ;;
-        h1M) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS12 options='-c ssl_renegotiate.limit=1MB -c ssl_renegotiate.tls12=renegotiate'" ;;
+        d) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS13 options='-c ssl_renegotiate.byte_limit=0'" ;;
+        e) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS13 options='-c ssl_renegotiate.byte_limit=64kB'" ;;
+        f) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS13 options='-c ssl_renegotiate.byte_limit=640kB'" ;;
+        g) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS13 options='-c ssl_renegotiate.byte_limit=512MB'" ;;
+        h64) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS12 options='-c ssl_renegotiate.byte_limit=64kB -c ssl_renegotiate.tls12=renegotiate'" ;;
+        h1M) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS12 options='-c ssl_renegotiate.byte_limit=1MB -c ssl_renegotiate.tls12=renegotiate'" ;;
     esac
 }
 label_of() {
@@ -351,7 +351,7 @@ session_script() { # config direction target
         *) echo "SELECT 'S ' || coalesce(version, 'none') || ' ' || coalesce(cipher, 'none') FROM pg_stat_ssl WHERE pid = pg_backend_pid();" ;;
     esac
     if on_b "$cfg"; then
-        echo "SELECT 'R ' || concat_ws(' ', rekeys_sent, rekeys_received, round(rekey_time::numeric, 3), bytes_sent, bytes_received, rekey_failures, current_setting('ssl_renegotiate.limit')) FROM ssl_renegotiate_activity WHERE pid = pg_backend_pid();"
+        echo "SELECT 'R ' || concat_ws(' ', rekeys_sent, rekeys_received, round(rekey_time::numeric, 3), bytes_sent, bytes_received, rekey_failures, current_setting('ssl_renegotiate.byte_limit')) FROM ssl_renegotiate_activity WHERE pid = pg_backend_pid();"
     fi
 }
 
@@ -408,7 +408,7 @@ run_pgbench() { # round job (pgS|pgC) config (c|d)
     t0=$(children_ticks "$pm")
     m0=$(busy_ticks)
     if ! env PGHOST=127.0.0.1 PGPORT="$port" PGSSLMODE=require PGSSLMINPROTOCOLVERSION=TLSv1.3 \
-        PGGSSENCMODE=disable PGOPTIONS="$([ "$cfg" = d ] && echo '-c ssl_renegotiate.limit=0')" \
+        PGGSSENCMODE=disable PGOPTIONS="$([ "$cfg" = d ] && echo '-c ssl_renegotiate.byte_limit=0')" \
         /usr/bin/time -f 'RUSAGE %U %S' -o "$T/pgbench.time" \
         pgbench -n -S "${opts[@]}" -c "$PGB_CLIENTS" -j "$PGB_CLIENTS" -T "$PGB_SECONDS" postgres \
         >"$T/pgbench.out" 2>&1; then
@@ -691,8 +691,8 @@ if command -v gnuplot >/dev/null 2>&1; then
         echo "set terminal $term"
         echo "set output '$OUT/plot.png'"
         echo "set termoption noenhanced"
-        echo "set title \"ssl_renegotiate: COPY throughput against ssl_renegotiate.limit ($DATA_MB MiB of COPY text, $(nproc) CPUs)\\npoints: median of $ROUNDS_DONE rounds, bars: min-max; horizontal lines: medians of (b) TCP without TLS and (c) TLS 1.3 without the extension\""
-        echo "set xlabel 'ssl_renegotiate.limit (bytes under one key, each direction); TLS 1.2: renegotiation at 64kB and 1MB'"
+        echo "set title \"ssl_renegotiate: COPY throughput against ssl_renegotiate.byte_limit ($DATA_MB MiB of COPY text, $(nproc) CPUs)\\npoints: median of $ROUNDS_DONE rounds, bars: min-max; horizontal lines: medians of (b) TCP without TLS and (c) TLS 1.3 without the extension\""
+        echo "set xlabel 'ssl_renegotiate.byte_limit (bytes under one key, each direction); TLS 1.2: renegotiation at 64kB and 1MB'"
         echo "set ylabel 'MiB/s of COPY text'"
         echo "set xrange [0.5:5.5]"
         echo "set yrange [0:*]"

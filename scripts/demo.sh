@@ -13,7 +13,7 @@
 #     while that session is still connected, from a Unix-socket connection
 #     ssl_renegotiate_totals and a join with pg_stat_ssl / pg_stat_activity;
 #   * does the same COPYs over the Unix socket (no TLS) for comparison;
-#   * sets ssl_renegotiate.limit = '64kB' (a new key every 64 kB, the kind of
+#   * sets ssl_renegotiate.byte_limit = '64kB' (a new key every 64 kB, the kind of
 #     setting of 2003) and repeats the TLS COPYs, showing timings and the
 #     rekey columns next to the default;
 #   * checks every copy is identical to t, prints a timing summary.
@@ -192,7 +192,7 @@ OUT=$T/session.out
 run_session() { psql -X -v ON_ERROR_STOP=1 -P pager=off -d "$1" 2>&1 | tee -a "$OUT"; }
 
 # ------------------------------------------------- TLS, default limit
-heading "COPY over TLS 1.3, default ssl_renegotiate.limit ($(q -At -d "$UNIX_CONN" -c 'SHOW ssl_renegotiate."limit"')), one psql session"
+heading "COPY over TLS 1.3, default ssl_renegotiate.byte_limit ($(q -At -d "$UNIX_CONN" -c 'SHOW ssl_renegotiate.byte_limit')), one psql session"
 {
     echo "SELECT version AS tls_version, cipher FROM pg_stat_ssl WHERE pid = pg_backend_pid();"
     copy_script "TLS 1.3, default limit:" "$T/t_tls.copy" t2
@@ -231,11 +231,11 @@ rm -f "$T/t_unix.copy"
 heading "The 2003 setting: ALTER SYSTEM SET ssl_renegotiate.\"limit\" = '64kB'"
 q -d "$UNIX_CONN" -c "ALTER SYSTEM SET ssl_renegotiate.\"limit\" = '64kB'" -c 'SELECT pg_reload_conf()' >/dev/null
 sleep 1
-note "ssl_renegotiate.limit is now $(q -At -d "$UNIX_CONN" -c 'SHOW ssl_renegotiate."limit"')"
+note "ssl_renegotiate.byte_limit is now $(q -At -d "$UNIX_CONN" -c 'SHOW ssl_renegotiate.byte_limit')"
 
 heading "COPY over TLS 1.3 with a new key every 64kB, one psql session"
 {
-    echo 'SHOW ssl_renegotiate."limit";'
+    echo 'SHOW ssl_renegotiate.byte_limit;'
     copy_script "TLS 1.3, limit 64kB:" "$T/t_tls64.copy" t2
     echo "\\echo"
     echo "\\echo '--> rekey columns of this session (compare with the default run above):'"

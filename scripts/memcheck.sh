@@ -36,7 +36,7 @@ sslr_wait_ready
 psql -X -q -h "$T" -p $PORT -d postgres -c 'CREATE EXTENSION ssl_renegotiate'
 
 for tls in TLSv1.3 TLSv1.2; do
-    conn="host=127.0.0.1 port=$PORT dbname=postgres sslmode=require ssl_min_protocol_version=$tls ssl_max_protocol_version=$tls gssencmode=disable options='-c ssl_renegotiate.limit=64kB'"
+    conn="host=127.0.0.1 port=$PORT dbname=postgres sslmode=require ssl_min_protocol_version=$tls ssl_max_protocol_version=$tls gssencmode=disable options='-c ssl_renegotiate.byte_limit=64kB'"
     echo "== $tls, limit 64kB: COPY TO and COPY FROM of $MB MB"
     psql -X -q -At -d "$conn" -c 'TRUNCATE t2' -c "\\copy t to '$T/out.copy'" \
         -c "\\copy t2 from '$T/t.copy'" \

@@ -18,6 +18,15 @@ SELECT connections, bytes_sent, bytes_received, records_sent,
        stats_reset > :'before_reset' AS reset_moved
 FROM ssl_renegotiate_totals;
 
+-- Rotation on demand: false, with a WARNING that says why, for a pid of no
+-- backend and for a backend without TLS (this one: its WARNING names its
+-- pid, so it is hidden here; t/014 checks it); NULL for NULL.
+SELECT ssl_renegotiate_rekey(2147483647);
+SET client_min_messages = error;
+SELECT ssl_renegotiate_rekey(pg_backend_pid());
+RESET client_min_messages;
+SELECT ssl_renegotiate_rekey(NULL) IS NULL AS null_pid;
+
 -- Bad arguments: the functions take none.
 SELECT ssl_renegotiate_reset(1);
 \echo :LAST_ERROR_SQLSTATE

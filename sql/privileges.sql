@@ -3,6 +3,7 @@
 --
 CREATE ROLE regress_sslr_user LOGIN;
 CREATE ROLE regress_sslr_reader LOGIN IN ROLE pg_read_all_stats;
+SELECT pg_backend_pid() AS superuser_pid \gset
 
 SET ROLE regress_sslr_user;
 
@@ -16,7 +17,7 @@ SELECT ssl_renegotiate_reset();
 \echo :LAST_ERROR_SQLSTATE
 
 -- Nor is weakening the settings, in a session or for the cluster.
-SET ssl_renegotiate."limit" = 0;
+SET ssl_renegotiate.byte_limit = 0;
 \echo :LAST_ERROR_SQLSTATE
 SET ssl_renegotiate.hard_limit = 0;
 \echo :LAST_ERROR_SQLSTATE
@@ -24,14 +25,18 @@ SET ssl_renegotiate.tls12 = 'warn';
 \echo :LAST_ERROR_SQLSTATE
 SET ssl_renegotiate.max_peer_key_updates = 0;
 \echo :LAST_ERROR_SQLSTATE
-ALTER SYSTEM SET ssl_renegotiate."limit" = 0;
+ALTER SYSTEM SET ssl_renegotiate.byte_limit = 0;
 \echo :LAST_ERROR_SQLSTATE
-ALTER ROLE regress_sslr_user SET ssl_renegotiate."limit" = 0;
+ALTER ROLE regress_sslr_user SET ssl_renegotiate.byte_limit = 0;
+\echo :LAST_ERROR_SQLSTATE
+
+-- Nor rotating the keys of a superuser's backend (as pg_cancel_backend).
+SELECT ssl_renegotiate_rekey(:superuser_pid);
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
 
 -- A superuser may set them per role; the role then gets them at login.
-ALTER ROLE regress_sslr_user SET ssl_renegotiate."limit" = '1MB';
+ALTER ROLE regress_sslr_user SET ssl_renegotiate.byte_limit = '1MB';
 SELECT unnest(setconfig) FROM pg_db_role_setting
 WHERE setrole = 'regress_sslr_user'::regrole;
 ALTER ROLE regress_sslr_user RESET ALL;

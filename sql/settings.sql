@@ -7,16 +7,16 @@ FROM pg_settings
 WHERE name LIKE 'ssl\_renegotiate.%'
 ORDER BY name;
 
--- "limit" is a reserved word: quote it in SET/SHOW (not in postgresql.conf).
-SET ssl_renegotiate."limit" = '64kB';
-SHOW ssl_renegotiate."limit";
-SET ssl_renegotiate."limit" = '1GB';
-SHOW ssl_renegotiate."limit";
-SELECT set_config('ssl_renegotiate.limit', '640kB', false);
-SET ssl_renegotiate."limit" = 0;
-SHOW ssl_renegotiate."limit";
-RESET ssl_renegotiate."limit";
-SHOW ssl_renegotiate."limit";
+-- Every name is typed as it is: none is a reserved word.
+SET ssl_renegotiate.byte_limit = '64kB';
+SHOW ssl_renegotiate.byte_limit;
+SET ssl_renegotiate.byte_limit = '1GB';
+SHOW ssl_renegotiate.byte_limit;
+SELECT set_config('ssl_renegotiate.byte_limit', '640kB', false);
+SET ssl_renegotiate.byte_limit = 0;
+SHOW ssl_renegotiate.byte_limit;
+RESET ssl_renegotiate.byte_limit;
+SHOW ssl_renegotiate.byte_limit;
 
 SET ssl_renegotiate.interval = '5min';
 SHOW ssl_renegotiate.interval;
@@ -34,13 +34,13 @@ RESET ALL;
 
 -- Bad values: each is refused with a clear error and SQLSTATE.
 \set VERBOSITY default
-SET ssl_renegotiate."limit" = -1;
+SET ssl_renegotiate.byte_limit = -1;
 \echo :LAST_ERROR_SQLSTATE
-SET ssl_renegotiate."limit" = '5min';
+SET ssl_renegotiate.byte_limit = '5min';
 \echo :LAST_ERROR_SQLSTATE
-SET ssl_renegotiate."limit" = '4TB';
+SET ssl_renegotiate.byte_limit = '4TB';
 \echo :LAST_ERROR_SQLSTATE
-SET ssl_renegotiate."limit" = 'lots';
+SET ssl_renegotiate.byte_limit = 'lots';
 \echo :LAST_ERROR_SQLSTATE
 SET ssl_renegotiate.interval = '-1s';
 \echo :LAST_ERROR_SQLSTATE
@@ -60,7 +60,7 @@ SET ssl_renegotiate.max_peer_key_updates = -5;
 \echo :LAST_ERROR_SQLSTATE
 
 -- The prefix is reserved: a misspelt setting is an error, not a placeholder.
-SET ssl_renegotiate.limitt = '64kB';
+SET ssl_renegotiate.byte_limitt = '64kB';
 \echo :LAST_ERROR_SQLSTATE
 
 -- The core name from PostgreSQL 9.4 is still a dummy, untouched by us.

@@ -2,7 +2,7 @@
 # Part 1 of ssl_renegotiate: exact, per-backend TLS accounting.
 #
 # What this file proves, against a server with ssl_renegotiate preloaded
-# (ssl_renegotiate.limit = 0, so that no key is ever rotated and only the
+# (ssl_renegotiate.byte_limit = 0, so that no key is ever rotated and only the
 # accounting is exercised):
 #
 #  - For a TLS 1.3 and a TLS 1.2 session that \copy more than 50 MB to the
@@ -169,7 +169,7 @@ sub dir_bytes
 my $node = new_tls_node(
 	'acct',
 	allows_streaming => 1,
-	conf => "ssl_renegotiate.limit = 0\nmax_wal_size = '1GB'\n");
+	conf => "ssl_renegotiate.byte_limit = 0\nmax_wal_size = '1GB'\n");
 
 # Failed logins (section 8): lines are matched first to last, so these must
 # come before new_tls_node's "hostssl all all ... trust".  Written before
@@ -189,10 +189,10 @@ $node->safe_psql('postgres', 'CREATE EXTENSION ssl_renegotiate');
 is( $node->safe_psql(
 		'postgres',
 		"SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate'"),
-	'1.0',
+	'1.1',
 	'CREATE EXTENSION ssl_renegotiate over the Unix socket');
-is($node->safe_psql('postgres', q{SELECT current_setting('ssl_renegotiate.limit')}),
-	'0', 'ssl_renegotiate.limit = 0: accounting only, no rotation');
+is($node->safe_psql('postgres', q{SELECT current_setting('ssl_renegotiate.byte_limit')}),
+	'0', 'ssl_renegotiate.byte_limit = 0: accounting only, no rotation');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity'),
 	'0', 'no TLS backend yet: the view is empty');
 

@@ -28,14 +28,14 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SslrTest;
 
-my $LIMIT = 65536;    # ssl_renegotiate.limit = 64kB, in bytes
+my $LIMIT = 65536;    # ssl_renegotiate.byte_limit = 64kB, in bytes
 
 # Largest TLS 1.3 record on the wire: header + 2^14 + 256 (RFC 8446 5.2).
 my $MAX_TLS13_RECORD = 5 + 16384 + 256;
 
 my $node = new_tls_node(
 	'rekey13',
-	conf => "ssl_renegotiate.limit = 64kB\n"
+	conf => "ssl_renegotiate.byte_limit = 64kB\n"
 	  . "ssl_renegotiate.log_rekeys = on\n"
 	  # the COPY FROM table is unlogged; keep checkpoints out of the way
 	  . "max_wal_size = 1GB\n");
@@ -523,7 +523,7 @@ SELECT 'still connected';
 	my $log_offset = -s $node->logfile;
 	my ($rc, $out, $err) = run_psql(
 		$connstr, qq{\\set VERBOSITY verbose
-SET ssl_renegotiate."limit" = 0;
+SET ssl_renegotiate.byte_limit = 0;
 SET ssl_renegotiate.hard_limit = '1MB';
 SELECT 'pid:' || pg_backend_pid();
 \\copy (SELECT repeat('x', 1000) FROM generate_series(1, 5000)) to '/dev/null'
@@ -566,7 +566,7 @@ SELECT 'still connected';
 	my $log_offset = -s $node->logfile;
 	my $is = background_tls_psql($node, $connstr);
 	# byte-based rotation off, so that only the interval rotates
-	$is->query_safe(q{SET ssl_renegotiate."limit" = 0});
+	$is->query_safe(q{SET ssl_renegotiate.byte_limit = 0});
 	$is->query_safe(q{SET ssl_renegotiate.interval = '1s'});
 	my $ipid = $is->query_safe('SELECT pg_backend_pid()');
 	ok(wait_idle($node, $ipid), 'd: session idle');

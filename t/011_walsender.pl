@@ -1,5 +1,5 @@
 
-# A streaming standby over TLS 1.3 with ssl_renegotiate.limit = 64kB on the
+# A streaming standby over TLS 1.3 with ssl_renegotiate.byte_limit = 64kB on the
 # primary: the walsender rotates its sending key as WAL streams, the data
 # arrives intact, and a limit changed with ALTER SYSTEM + pg_reload_conf()
 # reaches the live walsender.
@@ -32,7 +32,7 @@ my $bad_log_re =
 my $primary = new_tls_node(
 	'primary',
 	allows_streaming => 1,
-	conf => "ssl_renegotiate.limit = 64kB\n"
+	conf => "ssl_renegotiate.byte_limit = 64kB\n"
 	  . "ssl_renegotiate.log_rekeys = on\n"
 	  # allows_streaming's shared_buffers = 1MB makes the bulk writes and
 	  # the checksums below slow
@@ -146,10 +146,10 @@ sub set_limit
 {
 	my ($value) = @_;
 	$primary->safe_psql('postgres',
-		qq{ALTER SYSTEM SET ssl_renegotiate."limit" = '$value'; SELECT pg_reload_conf();});
+		qq{ALTER SYSTEM SET ssl_renegotiate.byte_limit = '$value'; SELECT pg_reload_conf();});
 	$primary->poll_query_until('postgres',
-		qq{SELECT current_setting('ssl_renegotiate.limit') = '$value'})
-	  or die "the reload of ssl_renegotiate.limit = $value was not seen";
+		qq{SELECT current_setting('ssl_renegotiate.byte_limit') = '$value'})
+	  or die "the reload of ssl_renegotiate.byte_limit = $value was not seen";
 	stream(q{INSERT INTO w VALUES (0, 'sync')});
 }
 

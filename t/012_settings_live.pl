@@ -58,7 +58,7 @@ sub tls_session
 sub show_limit
 {
 	my ($s) = @_;
-	return $s->query_safe('SHOW ssl_renegotiate."limit"');
+	return $s->query_safe('SHOW ssl_renegotiate.byte_limit');
 }
 
 # Runs the fixed COPY TO in $s; returns the growth of bytes_sent and
@@ -95,7 +95,7 @@ sub reload_system_limit
 	# Once a new backend sees the value, the postmaster has re-read the
 	# file and signalled every backend.
 	$node->poll_query_until('postgres',
-		"SELECT current_setting('ssl_renegotiate.limit') = '$expect'")
+		"SELECT current_setting('ssl_renegotiate.byte_limit') = '$expect'")
 	  or die "reload to $expect not seen";
 }
 
@@ -111,7 +111,7 @@ is($rekeys, 0, 'default limit: the COPY did not rotate');
 # a role's session opened now keeps what it started with
 my ($s_old, $pid_old) = tls_session(user => 'regress_r');
 
-reload_system_limit(q{ALTER SYSTEM SET ssl_renegotiate."limit" = '64kB'},
+reload_system_limit(q{ALTER SYSTEM SET ssl_renegotiate.byte_limit = '64kB'},
 	'64kB');
 is(show_limit($s), '64kB',
 	'ALTER SYSTEM + pg_reload_conf(): the live session sees 64kB');
@@ -124,9 +124,9 @@ my $rekeys64 = $rekeys;
 # ALTER ROLE / ALTER DATABASE: new sessions
 # ---------------------------------------------------------------------
 $node->safe_psql('postgres',
-	q{ALTER ROLE regress_r SET ssl_renegotiate."limit" = '128kB'});
+	q{ALTER ROLE regress_r SET ssl_renegotiate.byte_limit = '128kB'});
 $node->safe_psql('postgres',
-	q{ALTER DATABASE regress_db SET ssl_renegotiate."limit" = '256kB'});
+	q{ALTER DATABASE regress_db SET ssl_renegotiate.byte_limit = '256kB'});
 
 is(show_limit($s_old), '64kB',
 	'ALTER ROLE does not change a session already open (it has the reloaded system value)'
@@ -157,25 +157,25 @@ $srd->quit;
 # Non-superusers cannot change them
 # ---------------------------------------------------------------------
 my @attempts = (
-	q{SET ssl_renegotiate."limit" = 0},
+	q{SET ssl_renegotiate.byte_limit = 0},
 	q{SET ssl_renegotiate.interval = 0},
 	q{SET ssl_renegotiate.hard_limit = 0},
 	q{SET ssl_renegotiate.tls12 = 'warn'},
 	q{SET ssl_renegotiate.log_rekeys = off},
 	q{SET ssl_renegotiate.max_peer_key_updates = 0},
-	q{SET LOCAL ssl_renegotiate."limit" = 0},
-	q{RESET ssl_renegotiate."limit"},
-	q{SELECT set_config('ssl_renegotiate.limit', '0', false)},
-	q{ALTER SYSTEM SET ssl_renegotiate."limit" = 0},
-	q{ALTER ROLE regress_r SET ssl_renegotiate."limit" = 0},
-	q{ALTER ROLE regress_r IN DATABASE regress_db SET ssl_renegotiate."limit" = 0},
-	q{ALTER DATABASE regress_db SET ssl_renegotiate."limit" = 0});
+	q{SET LOCAL ssl_renegotiate.byte_limit = 0},
+	q{RESET ssl_renegotiate.byte_limit},
+	q{SELECT set_config('ssl_renegotiate.byte_limit', '0', false)},
+	q{ALTER SYSTEM SET ssl_renegotiate.byte_limit = 0},
+	q{ALTER ROLE regress_r SET ssl_renegotiate.byte_limit = 0},
+	q{ALTER ROLE regress_r IN DATABASE regress_db SET ssl_renegotiate.byte_limit = 0},
+	q{ALTER DATABASE regress_db SET ssl_renegotiate.byte_limit = 0});
 my $sql_r = '';
 for my $i (0 .. $#attempts)
 {
 	$sql_r .= "$attempts[$i];\n\\echo 'sqlstate:$i:' :SQLSTATE\n";
 }
-$sql_r .= "SELECT 'limit:' || current_setting('ssl_renegotiate.limit');\n";
+$sql_r .= "SELECT 'limit:' || current_setting('ssl_renegotiate.byte_limit');\n";
 my ($rc, $out, $err) =
   run_psql(tls_connstr($node, user => 'regress_r', dbname => 'regress_db'),
 	$sql_r);
@@ -201,28 +201,28 @@ unlike(slurp_file($node->data_dir . '/postgresql.auto.conf'),
 	tls_connstr(
 		$node,
 		user => 'regress_r',
-		extra => q{options='-c ssl_renegotiate.limit=0'}),
+		extra => q{options='-c ssl_renegotiate.byte_limit=0'}),
 	"SELECT 'connected';\n");
-isnt($rc, 0, 'non-superuser: -c ssl_renegotiate.limit=0 in options is refused');
+isnt($rc, 0, 'non-superuser: -c ssl_renegotiate.byte_limit=0 in options is refused');
 like(
 	$err,
-	qr/permission denied to set parameter "ssl_renegotiate.limit"/,
+	qr/permission denied to set parameter "ssl_renegotiate.byte_limit"/,
 	'non-superuser: ... permission denied to set parameter');
 ($rc, $out, $err) = run_psql(
-	tls_connstr($node, extra => q{options='-c ssl_renegotiate.limit=0'}),
-	"SELECT 'limit:' || current_setting('ssl_renegotiate.limit');\n");
+	tls_connstr($node, extra => q{options='-c ssl_renegotiate.byte_limit=0'}),
+	"SELECT 'limit:' || current_setting('ssl_renegotiate.byte_limit');\n");
 like($out, qr/^limit:0$/m, 'superuser: the same startup option is accepted');
 
 # ---------------------------------------------------------------------
 # Bad value; core's dummy setting
 # ---------------------------------------------------------------------
-($rc, $out, $err) = run_psql(tls_connstr($node), q{SET ssl_renegotiate."limit" = -1;
+($rc, $out, $err) = run_psql(tls_connstr($node), q{SET ssl_renegotiate.byte_limit = -1;
 \echo 'sqlstate:' :SQLSTATE
-SHOW ssl_renegotiate."limit";
+SHOW ssl_renegotiate.byte_limit;
 SHOW ssl_renegotiation_limit;
 });
 like($out, qr/^sqlstate: 22023$/m, 'bad value: 22023');
-like($err, qr/-1 kB is outside the valid range for parameter "ssl_renegotiate.limit"/,
+like($err, qr/-1 kB is outside the valid range for parameter "ssl_renegotiate.byte_limit"/,
 	'bad value: the message says why');
 like($out, qr/^64kB\n0$/m,
 	'bad value left the setting alone; SHOW ssl_renegotiation_limit (core) still works');
@@ -230,7 +230,7 @@ like($out, qr/^64kB\n0$/m,
 # ---------------------------------------------------------------------
 # And back: ALTER SYSTEM RESET + reload reaches the live session too
 # ---------------------------------------------------------------------
-reload_system_limit(q{ALTER SYSTEM RESET ssl_renegotiate."limit"}, '512MB');
+reload_system_limit(q{ALTER SYSTEM RESET ssl_renegotiate.byte_limit}, '512MB');
 is(show_limit($s), '512MB', 'ALTER SYSTEM RESET + reload: the live session is back at 512MB');
 ($bytes, $rekeys) = copy_rekeys($s, $pid);
 is($rekeys, 0, 'back at 512MB: the COPY did not rotate');

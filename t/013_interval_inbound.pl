@@ -37,7 +37,7 @@ my $SECONDS = 8;
 my $peer = build_hostile_peer();
 
 my $node = new_tls_node('interval_inbound',
-	conf => "ssl_renegotiate.limit = 0\nssl_renegotiate.interval = '1s'\n");
+	conf => "ssl_renegotiate.byte_limit = 0\nssl_renegotiate.interval = '1s'\n");
 $node->start;
 $node->safe_psql('postgres',
 	'CREATE EXTENSION ssl_renegotiate; CREATE TABLE ia (x text)');

@@ -1,7 +1,7 @@
 
 # Copyright (c) 2026, ssl_renegotiate developers
 #
-# TLS 1.2 connections under ssl_renegotiate.limit = 64kB, with each value of
+# TLS 1.2 connections under ssl_renegotiate.byte_limit = 64kB, with each value of
 # ssl_renegotiate.tls12:
 #
 #   renegotiate  libpq (psql) follows server-initiated renegotiations: COPY
@@ -50,7 +50,7 @@ my $FILLER     = 70;
 
 my $node = new_tls_node(
 	'tls12',
-	conf => "ssl_renegotiate.limit = '64kB'\n"
+	conf => "ssl_renegotiate.byte_limit = '64kB'\n"
 	  . "ssl_renegotiate.tls12 = renegotiate\n");
 $node->start;
 $node->safe_psql(
@@ -634,7 +634,7 @@ sub sclient_wait_exit_quick
 	$row //= {};
 	$pid //= 0;
 	my @hits = log_since($log) =~
-	  /LOG:  ssl_renegotiate: TLS 1\.2 connection of pid $pid reached ssl_renegotiate\.limit and goes on under its current keys/g;
+	  /LOG:  ssl_renegotiate: TLS 1\.2 connection of pid $pid reached ssl_renegotiate\.byte_limit and goes on under its current keys/g;
 	is(scalar @hits, 1,
 		"$mode: the warning is logged exactly once for pid $pid, after traffic both ways"
 	);
@@ -718,7 +718,7 @@ sub sclient_wait_exit_quick
 	isnt($ret, 0, "$mode: COPY TO: psql failed");
 	like(
 		$err,
-		qr/FATAL:  terminating connection because its TLS 1\.2 keys reached ssl_renegotiate\.limit/,
+		qr/FATAL:  terminating connection because its TLS 1\.2 keys reached ssl_renegotiate\.byte_limit/,
 		"$mode: COPY TO: client got the FATAL");
 	unlike($out, qr/still here/, "$mode: COPY TO: session did not go on");
 	my ($tpid) = $out =~ /^(\d+)$/m;
@@ -751,7 +751,7 @@ sub sclient_wait_exit_quick
 	ok(defined $tpid, "$mode: COPY FROM: backend pid known");
 	$tpid //= 0;
 	ok( log_wait(
-			qr/LOG:  ssl_renegotiate: terminated connection of pid $tpid: its TLS 1\.2 keys reached ssl_renegotiate\.limit after \d+ bytes received/,
+			qr/LOG:  ssl_renegotiate: terminated connection of pid $tpid: its TLS 1\.2 keys reached ssl_renegotiate\.byte_limit after \d+ bytes received/,
 			$log),
 		"$mode: COPY FROM: server logged the termination for pid $tpid");
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM copy_in'),
@@ -779,7 +779,7 @@ sub sclient_wait_exit_quick
 	my ($e) = map { error_fields($_->[1]) } grep { $_->[0] eq 'E' } @m;
 	is($e && $e->{V}, 'FATAL', "$mode: refusing client: got a FATAL");
 	is( $e && $e->{M},
-		'terminating connection because its TLS 1.2 keys reached ssl_renegotiate.limit',
+		'terminating connection because its TLS 1.2 keys reached ssl_renegotiate.byte_limit',
 		"$mode: refusing client: ... the FATAL of terminate");
 	my $tls = sclient_tls_log($c);
 	like($tls, qr/Finished/, "$mode: refusing client: s_client TLS log written");

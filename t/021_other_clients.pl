@@ -7,7 +7,7 @@
 # t/java/CopyRoundTrip.java, compiled here with javac, connects with
 # sslmode=require, COPYs 32 MB out and 32 MB in with pgjdbc's CopyManager,
 # and prints checksums, its backend pid and its own ssl_renegotiate_activity
-# row.  With ssl_renegotiate.limit = 64kB:
+# row.  With ssl_renegotiate.byte_limit = 64kB:
 #
 #   TLS 1.3  the server rotates its sending key with KeyUpdate and asks JSSE
 #            to rotate its own (KeyUpdate, update_requested): data intact,
@@ -68,7 +68,7 @@ my $tmp = PostgreSQL::Test::Utils::tempdir;
 
 my $node = new_tls_node(
 	'jdbc',
-	conf => "ssl_renegotiate.limit = '64kB'\n"
+	conf => "ssl_renegotiate.byte_limit = '64kB'\n"
 	  . "ssl_renegotiate.tls12 = renegotiate\n");
 $node->start;
 $node->safe_psql(

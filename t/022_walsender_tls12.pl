@@ -34,7 +34,7 @@ use SslrTest;
 my $node = new_tls_node(
 	'walsender12',
 	allows_streaming => 1,
-	conf => "ssl_renegotiate.limit = 64kB\n"
+	conf => "ssl_renegotiate.byte_limit = 64kB\n"
 	  . "ssl_renegotiate.tls12 = renegotiate\n"
 	  . "wal_sender_timeout = '3s'\n"
 	  . "shared_buffers = 128MB\n"
@@ -92,7 +92,7 @@ for my $tls ('1.2', '1.3')
 		is($row && $row->{rekeys_skipped}, 1, 'TLS 1.2: ... and counted the limit as skipped');
 		like(
 			slurp_file($node->logfile, $pos0),
-			qr/TLS 1\.2 walsender of pid $walpid reached ssl_renegotiate\.limit and goes on under its current keys/,
+			qr/TLS 1\.2 walsender of pid $walpid reached ssl_renegotiate\.byte_limit and goes on under its current keys/,
 			'TLS 1.2: logged, with the reason');
 	}
 	is($row && $row->{rekey_failures}, 0, "TLS $tls: no failed rotation");

@@ -40,7 +40,7 @@ my $client = make_client_cert($certs, 'postgres');
 my $node = new_tls_node(
 	'reneg_edges',
 	certs => $certs,
-	conf => "ssl_renegotiate.limit = 64kB\n"
+	conf => "ssl_renegotiate.byte_limit = 64kB\n"
 	  . "ssl_renegotiate.tls12 = renegotiate\n");
 $node->start;
 $node->safe_psql('postgres',

@@ -99,14 +99,13 @@ sub set_conf
 	my (@sql, @cond);
 	while (my ($name, $v) = splice(@pairs, 0, 2))
 	{
-		my $q = $name eq 'limit' ? '"limit"' : $name;
 		if (defined $v->[0])
 		{
-			push @sql, "ALTER SYSTEM SET ssl_renegotiate.$q = '$v->[0]'";
+			push @sql, "ALTER SYSTEM SET ssl_renegotiate.$name = '$v->[0]'";
 		}
 		else
 		{
-			push @sql, "ALTER SYSTEM RESET ssl_renegotiate.$q";
+			push @sql, "ALTER SYSTEM RESET ssl_renegotiate.$name";
 		}
 		push @cond, "current_setting('ssl_renegotiate.$name') = '$v->[1]'";
 	}
@@ -412,7 +411,7 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 # ---------------------------------------------------------------------
 {
 	set_conf(
-		limit      => [ '64kB', '64kB' ],
+		byte_limit => [ '64kB', '64kB' ],
 		hard_limit => [ '1MB',  '1MB' ]);
 
 	my $bystander =
@@ -553,7 +552,7 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	is(delta($t0, totals_row($node), 'terminations'),
 		0, 'never-answer, hard_limit 0: no termination');
 	$node->safe_psql('postgres', 'TRUNCATE hp_copy');
-	set_conf(limit => [ undef, '512MB' ]);
+	set_conf(byte_limit => [ undef, '512MB' ]);
 }
 
 # ---------------------------------------------------------------------
@@ -611,7 +610,7 @@ for my $policy (qw(renegotiate warn terminate))
 # 10. a TLS 1.2 client that refuses renegotiation, at a 64 kB limit
 # ---------------------------------------------------------------------
 {
-	set_conf(limit => [ '64kB', '64kB' ], tls12 => [ 'renegotiate', 'renegotiate' ]);
+	set_conf(byte_limit => [ '64kB', '64kB' ], tls12 => [ 'renegotiate', 'renegotiate' ]);
 	my $t0  = totals_row($node);
 	my $pos = log_pos();
 	my $r   = run_peer(args => [ '--tls', '1.2', 'refuse-renegotiation', 300000 ]);
@@ -642,7 +641,7 @@ for my $policy (qw(renegotiate warn terminate))
 	is($row && $row->{rekeys_skipped},
 		1, 'refusing client, tls12=warn: rekeys_skipped = 1');
 	ok(wait_gone($r->{pid}), 'refusing client, tls12=warn: backend gone');
-	set_conf(limit => [ undef, '512MB' ], tls12 => [ undef, 'warn' ]);
+	set_conf(byte_limit => [ undef, '512MB' ], tls12 => [ undef, 'warn' ]);
 }
 
 # ---------------------------------------------------------------------

@@ -19,7 +19,7 @@ the ssl_renegotiate TAP tests
   use Test::More;
   use SslrTest;
 
-  my $node = new_tls_node('primary', conf => "ssl_renegotiate.limit = '64kB'");
+  my $node = new_tls_node('primary', conf => "ssl_renegotiate.byte_limit = '64kB'");
   $node->start;
 
   my $connstr = tls_connstr($node, tls => '1.3');

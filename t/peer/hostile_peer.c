@@ -52,6 +52,8 @@
  *   hold-before-reading PAD       send --query padded with a comment to PAD
  *                                 bytes, then hold ("query_sent") before
  *                                 reading its answer; then "SELECT 1"
+ *   idle-then-query               hold ("idle") with nothing sent or read,
+ *                                 then "SELECT 1" twice
  *   silence                       (with --no-startup) nothing after the
  *                                 handshake (hold point "silent"); wait
  *                                 until the server closes, then report the
@@ -1345,6 +1347,20 @@ mode_hold_before_reading(long pad)
 	return run_query("SELECT 1", "query", &r);
 }
 
+/* Idle for as long as the test holds us, then two queries. */
+static enum outcome
+mode_idle_then_query(void)
+{
+	struct qres r;
+	enum outcome o;
+
+	hold("idle");
+	o = run_query("SELECT 1", "first", &r);
+	if (o != OUT_OK)
+		return o;
+	return run_query("SELECT 1", "query", &r);
+}
+
 /* After the handshake: nothing, until the server gives up on us. */
 static enum outcome
 mode_silence(void)
@@ -1375,7 +1391,7 @@ usage(void)
 			"       never-answer MB | stall-after KB | renegotiate |\n"
 			"       refuse-renegotiation [BYTES] | read-large BYTES |\n"
 			"       keyupdate-interleaved N | copy-keyupdates MB | copy-answering SECONDS |\n"
-			"       late-reader ROWS | hold-before-reading PAD | silence\n");
+			"       late-reader ROWS | hold-before-reading PAD | idle-then-query | silence\n");
 	exit(2);
 }
 
@@ -1480,6 +1496,8 @@ main(int argc, char **argv)
 		o = mode_late_reader(arg);
 	else if (strcmp(mode, "hold-before-reading") == 0 && arg > 0)
 		o = mode_hold_before_reading(arg);
+	else if (strcmp(mode, "idle-then-query") == 0)
+		o = mode_idle_then_query();
 	else if (strcmp(mode, "silence") == 0 && no_startup)
 	{
 		o = mode_silence();
