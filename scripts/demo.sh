@@ -228,8 +228,8 @@ rm -f "$T/t_unix.copy"
 
 # --------------------------------------------- TLS, the 2003 setting
 # LIMIT is a reserved word: in SQL the GUC's last part must be quoted.
-heading "The 2003 setting: ALTER SYSTEM SET ssl_renegotiate.\"limit\" = '64kB'"
-q -d "$UNIX_CONN" -c "ALTER SYSTEM SET ssl_renegotiate.\"limit\" = '64kB'" -c 'SELECT pg_reload_conf()' >/dev/null
+heading "The 2003 setting: ALTER SYSTEM SET ssl_renegotiate.byte_limit = '64kB'"
+q -d "$UNIX_CONN" -c "ALTER SYSTEM SET ssl_renegotiate.byte_limit = '64kB'" -c 'SELECT pg_reload_conf()' >/dev/null
 sleep 1
 note "ssl_renegotiate.byte_limit is now $(q -At -d "$UNIX_CONN" -c 'SHOW ssl_renegotiate.byte_limit')"
 
