@@ -9,9 +9,18 @@
  * 5 + length bytes on the wire, which is what the kernel counts for the
  * socket.
  *
- * Two callbacks: the server's SSL_CTX carries the early one, so every
- * connection starts with it; it also adds each record to the shared early
- * sums (shmem.c), because a backend may leave before authentication by
+ * How the callback gets onto a connection: every SSL object OpenSSL
+ * creates in this process calls the "new" function of our ex_data index
+ * (registered in _PG_init, so inherited by every backend), which sets the
+ * early callback on it.  That needs no hook of PostgreSQL's, and nothing
+ * on the SSL_CTX: PostgreSQL 19 creates connections from a context the
+ * openssl_tls_init_hook never sees, and sets its own client-hello
+ * callback.  SSL objects that are not this backend's connection (libpq
+ * connections of postgres_fdw or dblink) drop the callback at their first
+ * record.
+ *
+ * Two callbacks: the early one adds each record to the shared early sums
+ * too (shmem.c), because a backend may leave before authentication by
  * _exit(), with no chance to report.  Once the connection is authenticated
  * and has its shared slot, it switches to the plain one.
  *
@@ -30,6 +39,8 @@
  */
 #include "postgres.h"
 
+#include "libpq/libpq-be.h"
+#include "miscadmin.h"
 #include "port/atomics.h"
 
 #include "ssl_renegotiate.h"
@@ -110,11 +121,17 @@ sslr_handle_message(int write_p, int content_type, const void *buf, size_t len,
 }
 
 /* Before authentication: see the file header. */
-void
+static void
 sslr_msg_callback_early(int write_p, int version pg_attribute_unused(),
 						int content_type, const void *buf, size_t len,
 						SSL *ssl, void *arg pg_attribute_unused())
 {
+	if (unlikely(MyProcPort == NULL || ssl != MyProcPort->ssl))
+	{
+		/* not the connection this backend serves */
+		SSL_set_msg_callback(ssl, NULL);
+		return;
+	}
 	sslr_handle_message(write_p, content_type, buf, len, ssl, true);
 }
 
@@ -124,6 +141,24 @@ sslr_msg_callback(int write_p, int version pg_attribute_unused(),
 				  SSL *ssl, void *arg pg_attribute_unused())
 {
 	sslr_handle_message(write_p, content_type, buf, len, ssl, false);
+}
+
+/* OpenSSL created an SSL object in this process: count it from the start. */
+static void
+sslr_ssl_new(void *parent, void *ptr pg_attribute_unused(),
+			 CRYPTO_EX_DATA *ad pg_attribute_unused(), int idx pg_attribute_unused(),
+			 long argl pg_attribute_unused(), void *argp pg_attribute_unused())
+{
+	if (parent != NULL)
+		SSL_set_msg_callback((SSL *) parent, sslr_msg_callback_early);
+}
+
+void
+sslr_accounting_init(void)
+{
+	if (SSL_get_ex_new_index(0, "ssl_renegotiate", sslr_ssl_new, NULL, NULL) < 0)
+		ereport(ERROR,
+				(errmsg("ssl_renegotiate: could not register with OpenSSL")));
 }
 
 /* The connection has its shared slot: count there only. */

@@ -12,10 +12,11 @@
  *
  * Hooks, each chained to the one it replaces:
  *	- shmem_request_hook / shmem_startup_hook: slots and totals (shmem.c)
- *	- openssl_tls_init_hook: the record callback (accounting.c)
  *	- ClientAuthentication_hook: the TLS connection is up; attach this
  *	  backend's slot, count there, start enforcing and wrap the send
  *	  path (shmem.c, accounting.c, policy.c, sendpoint.c)
+ * and, with OpenSSL, an ex_data index whose "new" function puts the record
+ * callback on every connection (accounting.c).
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -53,7 +54,6 @@ static const struct config_enum_entry sslr_tls12_options[] = {
 /* saved hooks */
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-static openssl_tls_init_hook_typ prev_openssl_tls_init_hook = NULL;
 static ClientAuthentication_hook_type prev_client_authentication_hook = NULL;
 
 void		_PG_init(void);
@@ -72,15 +72,6 @@ sslr_shmem_startup_hook(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	sslr_shmem_startup();
-}
-
-/* Every connection made from this context starts with our callback. */
-static void
-sslr_openssl_tls_init_hook(SSL_CTX *context, bool isServerStart)
-{
-	if (prev_openssl_tls_init_hook)
-		prev_openssl_tls_init_hook(context, isServerStart);
-	SSL_CTX_set_msg_callback(context, sslr_msg_callback_early);
 }
 
 /*
@@ -196,8 +187,9 @@ _PG_init(void)
 	shmem_request_hook = sslr_shmem_request_hook;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = sslr_shmem_startup_hook;
-	prev_openssl_tls_init_hook = openssl_tls_init_hook;
-	openssl_tls_init_hook = sslr_openssl_tls_init_hook;
 	prev_client_authentication_hook = ClientAuthentication_hook;
 	ClientAuthentication_hook = sslr_client_authentication_hook;
+
+	/* not a hook of PostgreSQL's: see accounting.c */
+	sslr_accounting_init();
 }

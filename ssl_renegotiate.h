@@ -280,8 +280,7 @@ extern bool sslr_log_rekeys;
 extern int	sslr_max_peer_key_updates;
 
 /* accounting.c */
-extern void sslr_msg_callback_early(int write_p, int version, int content_type,
-									const void *buf, size_t len, SSL *ssl, void *arg);
+extern void sslr_accounting_init(void);
 extern void sslr_accounting_attached(SSL *ssl);
 
 /* sendpoint.c */
