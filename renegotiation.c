@@ -86,6 +86,15 @@ sslr_renegotiation_start(SSL *ssl)
 	SslrRenegotiationState *rn = &sslr_conn.renegotiation;
 	int			ok;
 
+	/*
+	 * PostgreSQL 19 picks a certificate by SNI in a client-hello callback
+	 * that it sets on the context.  It has done its work in the first
+	 * handshake (the certificate is now this connection's own) and cannot
+	 * take part in a renegotiation: it crashes there.  The context is this
+	 * backend's copy, serving this one connection.
+	 */
+	SSL_CTX_set_client_hello_cb(SSL_get_SSL_CTX(ssl), NULL, NULL);
+
 	ERR_set_mark();
 	SSL_clear_options(ssl, rn->window_options);
 	ok = SSL_renegotiate(ssl);
