@@ -24,6 +24,7 @@
 use strict;
 use warnings FATAL => 'all';
 
+use File::Spec;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -113,7 +114,8 @@ sub rekey
 # 2. in the middle of COPY TO and COPY FROM
 # ---------------------------------------------------------------------
 my $ROWS = 300000;
-my $tmp  = PostgreSQL::Test::Utils::tempdir('copy');
+# absolute: the server writes one of the files
+my $tmp  = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir('copy'));
 
 sub psql_copy_in_background
 {
