@@ -35,6 +35,8 @@
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/latch.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -44,6 +46,8 @@
 
 #include "compat.h"
 #include "ssl_renegotiate.h"
+
+static const char *sslr_application_name(void);
 
 /* How long the send side waits for a client to take part in renegotiation. */
 #define SSLR_RENEGOTIATION_WAIT_MS 10000
@@ -216,8 +220,10 @@ sslr_renegotiation_drive(void)
 		ereport(FATAL,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("client refused TLS renegotiation"),
-				 errdetail("ssl_renegotiate.tls12 is \"renegotiate\" and the client answered with a no_renegotiation alert."),
-				 errhint("Set ssl_renegotiate.tls12 to \"warn\" for clients that cannot renegotiate, or have them use TLS 1.3.")));
+				 errdetail("ssl_renegotiate.tls12 is \"renegotiate\" and the client (user \"%s\", application \"%s\") answered with a no_renegotiation alert.",
+						   sslr_conn.port->user_name, sslr_application_name()),
+				 errhint("This client cannot renegotiate. Exempt its role with ALTER ROLE %s SET ssl_renegotiate.tls12 = 'warn', or have it use TLS 1.3.",
+						 quote_identifier(sslr_conn.port->user_name))));
 	}
 	if (failed)
 	{
@@ -227,8 +233,19 @@ sslr_renegotiation_drive(void)
 		ereport(FATAL,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("TLS renegotiation failed: %s",
-						reason ? reason : "connection lost")));
+						reason ? reason : "connection lost"),
+				 errdetail("The client (user \"%s\", application \"%s\") closed the connection or broke off the handshake that ssl_renegotiate.tls12 = \"renegotiate\" started.",
+						   sslr_conn.port->user_name, sslr_application_name()),
+				 errhint("If this client cannot renegotiate, exempt its role with ALTER ROLE %s SET ssl_renegotiate.tls12 = 'warn', or have it use TLS 1.3.",
+						 quote_identifier(sslr_conn.port->user_name))));
 	}
+}
+
+/* The client's application_name, for messages that name it. */
+static const char *
+sslr_application_name(void)
+{
+	return application_name && application_name[0] ? application_name : "(unset)";
 }
 
 /*

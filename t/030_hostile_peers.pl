@@ -625,6 +625,10 @@ for my $policy (qw(renegotiate warn terminate))
 	ok(wait_gone($r->{pid}), 'refusing client, tls12=renegotiate: backend gone');
 	like(log_since($pos), qr/client refused TLS renegotiation/,
 		'refusing client, tls12=renegotiate: log says the client refused');
+	like(
+		log_since($pos),
+		qr/DETAIL:  .*the client \(user "postgres", application "hostile_peer"\) answered with a no_renegotiation alert\.\n.*HINT:  This client cannot renegotiate\. Exempt its role with ALTER ROLE postgres SET ssl_renegotiate\.tls12 = 'warn', or have it use TLS 1\.3\./,
+		'refusing client, tls12=renegotiate: the log names the client and the per-role exemption');
 	my $t1 = totals_row($node);
 	is(delta($t0, $t1, 'rekey_failures'),
 		1, 'refusing client, tls12=renegotiate: rekey_failures grew by 1');
