@@ -3,7 +3,10 @@
 # (packages, build, install), then hands over to user postgres, because
 # initdb and pg_ctl refuse root.  Source it; it defines functions only.
 
-PG_BINDIR=/usr/lib/postgresql/15/bin
+# The PostgreSQL to use: Debian's 15, unless SSLR_PG_CONFIG names the
+# pg_config of another installation (scripts/pg_build.sh makes them).
+SSLR_PG_CONFIG=${SSLR_PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+PG_BINDIR=$(dirname "$SSLR_PG_CONFIG")
 SSLR_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Stop unless running as root.
@@ -17,7 +20,8 @@ sslr_require_root() {
 # built and installed from ($1, if given, instead of setup.sh's default).
 sslr_setup() {
     local out workdir
-    out=$(SSLR_WORKDIR="${1:-${SSLR_WORKDIR:-}}" bash "$SSLR_REPO/scripts/setup.sh") ||
+    out=$(SSLR_WORKDIR="${1:-${SSLR_WORKDIR:-}}" SSLR_PG_CONFIG="$SSLR_PG_CONFIG" \
+        bash "$SSLR_REPO/scripts/setup.sh") ||
         { echo "setup.sh failed" >&2; return 1; }
     workdir=$(printf '%s\n' "$out" | tail -n 1)
     [ -d "$workdir" ] || { echo "setup.sh gave no work directory ('$workdir')" >&2; return 1; }

@@ -11,7 +11,9 @@
 #   3. copies the checkout (tracked files plus untracked, non-ignored files;
 #      never .git or build products) into a work directory owned by user
 #      postgres -- $SSLR_WORKDIR, default /tmp/ssl_renegotiate-build;
-#   4. builds it there as postgres and installs it as root.
+#   4. builds it there as postgres, warning-free (-Wall -Wextra -Werror),
+#      and installs it as root, for Debian's PostgreSQL 15 or the one whose
+#      pg_config SSLR_PG_CONFIG names.
 # The last line printed is the work directory.
 set -euo pipefail
 
@@ -22,8 +24,10 @@ libipc-run-perl iproute2 make gcc openssl perl procps
 default-jre-headless default-jdk-headless libpostgresql-jdbc-java
 gnuplot-nox cppcheck clang-tidy valgrind"
 
-PG_BINDIR=/usr/lib/postgresql/15/bin
-PG_CONFIG=$PG_BINDIR/pg_config
+# Debian's PostgreSQL 15 unless SSLR_PG_CONFIG names another pg_config
+# (scripts/pg_build.sh builds other majors).
+PG_CONFIG=${SSLR_PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+PG_BINDIR=$(dirname "$PG_CONFIG")
 WORKDIR=${SSLR_WORKDIR:-/tmp/ssl_renegotiate-build}
 MARKER=.ssl_renegotiate-workdir
 
@@ -121,7 +125,7 @@ chown -R postgres:postgres "$WORKDIR"
 if [ -f "$WORKDIR/Makefile" ]; then
     log "building as postgres in $WORKDIR"
     runuser -u postgres -- env -C "$WORKDIR" PATH="$PG_BINDIR:$PATH" \
-        make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" >&2
+        make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" COPT='-Wall -Wextra -Werror' >&2
     log "installing (make install) as root"
     (cd "$WORKDIR" && make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" install >&2)
     # make install as root may leave root-owned files behind in the tree

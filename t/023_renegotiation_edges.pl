@@ -127,7 +127,7 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 			query_sent => sub {
 				my $pid = $_[0]->{pid};
 				$waiting = $node->poll_query_until('postgres',
-					"SELECT coalesce((SELECT wait_event = 'SSLOpenServer' FROM pg_stat_activity WHERE pid = $pid), true)"
+					"SELECT coalesce((SELECT lower(wait_event) = 'sslopenserver' FROM pg_stat_activity WHERE pid = $pid), true)"
 				);
 			},
 			end => sub { $row = activity_row($node, $_[0]->{pid}) }
@@ -167,8 +167,9 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 					last if $during && $during->{rekey_failures} > 0;
 					usleep(100_000);
 				}
+				# SSLOpenServer before PostgreSQL 17, SslOpenServer since
 				$waited = $node->safe_psql('postgres',
-					"SELECT wait_event FROM pg_stat_activity WHERE pid = $pid");
+					"SELECT lower(wait_event) FROM pg_stat_activity WHERE pid = $pid");
 			},
 			end => sub {
 				$_[0]->{row} = activity_row($node, $_[0]->{pid});
@@ -178,7 +179,7 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 		1, 'unanswered: the attempt counts as one failure');
 	cmp_ok($during ? $during->{rekey_time} : 0,
 		'>=', 9000, 'unanswered: after one wait of about 10 s');
-	isnt($waited, 'SSLOpenServer',
+	isnt($waited, 'sslopenserver',
 		'unanswered: the server no longer waits for the handshake');
 	like(log_since($pos),
 		qr/client of pid \d+ did not answer the TLS renegotiation request within 10000 ms; the connection goes on under its current keys/,

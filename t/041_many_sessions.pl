@@ -405,7 +405,11 @@ sub shmem
 		q{SELECT size, allocated_size FROM pg_shmem_allocations WHERE name = 'ssl_renegotiate'});
 	my $mb = $n->safe_psql('postgres',
 		q{SELECT current_setting('max_connections')::int
-		   + current_setting('autovacuum_max_workers')::int + 1
+		   + CASE WHEN current_setting('server_version_num')::int >= 180000
+		          THEN current_setting('autovacuum_worker_slots', true)::int
+		          ELSE current_setting('autovacuum_max_workers')::int END
+		   -- the autovacuum launcher; from 17 on also the slot sync worker
+		   + CASE WHEN current_setting('server_version_num')::int >= 170000 THEN 2 ELSE 1 END
 		   + current_setting('max_worker_processes')::int
 		   + current_setting('max_wal_senders')::int});
 	return ($size, $alloc, $mb);
