@@ -16,6 +16,19 @@ sslr_require_root() {
         { echo "$script: run as root (it installs packages and the extension)" >&2; exit 1; }
 }
 
+# As root: use PostgreSQL major $1 (default 15, Debian's): for another,
+# build it once (scripts/pg_build.sh) and point SSLR_PG_CONFIG and
+# PG_BINDIR at it.
+sslr_select_major() {
+    local major=${1:-15} prefix
+    [ "$major" = 15 ] && return 0
+    prefix=$(bash "$SSLR_REPO/scripts/pg_build.sh" "$major" | tail -n 1) && [ -n "$prefix" ] ||
+        { echo "PostgreSQL $major could not be built" >&2; exit 1; }
+    SSLR_PG_CONFIG=$prefix/bin/pg_config
+    PG_BINDIR=$prefix/bin
+    export SSLR_PG_CONFIG
+}
+
 # Run scripts/setup.sh and print the postgres-owned work directory it
 # built and installed from ($1, if given, instead of setup.sh's default).
 sslr_setup() {
@@ -50,7 +63,7 @@ sslr_rerun_as_postgres() {
     shift 2
     sslr_require_root "$script_in_tree"
     workdir=$(sslr_setup)
-    sslr_as_postgres /tmp "$inner_var=1" WORKDIR="$workdir" "$@" \
+    sslr_as_postgres /tmp "$inner_var=1" WORKDIR="$workdir" SSLR_PG_CONFIG="$SSLR_PG_CONFIG" "$@" \
         bash "$workdir/$script_in_tree"
     exit
 }

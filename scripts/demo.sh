@@ -25,6 +25,8 @@ set -euo pipefail
 # ===================================================================== root
 if [ -z "${SSLR_DEMO_INNER:-}" ]; then
     sslr_require_root demo.sh
+    # SSLR_PG_MAJOR=18 ./scripts/demo.sh: another major, built once
+    sslr_select_major "${SSLR_PG_MAJOR:-15}"
     echo "=== Setup: packages, build and install of ssl_renegotiate ==="
     # The rest runs as postgres, from the postgres-owned copy of the tree.
     sslr_rerun_as_postgres scripts/demo.sh SSLR_DEMO_INNER \
