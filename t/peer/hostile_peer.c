@@ -67,7 +67,8 @@
  * --no-startup (stop after the handshake: no StartupMessage),
  * --cipher LIST (TLS 1.2 cipher list of the handshake), --next-cipher LIST
  * (the list offered from then on, i.e. in renegotiations), --every-kb K,
- * --cert FILE --key FILE (a client certificate), --query SQL.
+ * --cert FILE --key FILE (a client certificate), --query SQL,
+ * --ciphersuites LIST (the TLS 1.3 suites offered).
  *
  * Facts printed by every mode: client_port=P once connected, and at the end
  * key_updates_sent_total / key_updates_received_total (KeyUpdate messages
@@ -136,6 +137,7 @@ static long preauth_key_updates = 0;
 static long long app_bytes_read = 0;
 static int	no_startup = 0;
 static const char *cipher_list = NULL;
+static const char *ciphersuites = NULL;
 static const char *next_cipher_list = NULL;
 static long every_kb = 64;
 static const char *cert_file = NULL;
@@ -654,6 +656,12 @@ connect_and_start(const char *host, int port, const char *user,
 									 SSL_FILETYPE_PEM) != 1))
 	{
 		say("detail=client certificate %s refused", cert_file);
+		say("result=tls_error");
+		return -1;
+	}
+	if (ciphersuites != NULL && !SSL_CTX_set_ciphersuites(ctx, ciphersuites))
+	{
+		say("detail=ciphersuites %s refused", ciphersuites);
 		say("result=tls_error");
 		return -1;
 	}
@@ -1385,7 +1393,8 @@ usage(void)
 			"usage: hostile_peer --port P [--host H] [--user U] [--db D] [--tls 1.2|1.3]\n"
 			"                    [--table T] [--hold] [--preauth-key-updates N] [--no-startup]\n"
 			"                    [--cipher LIST] [--next-cipher LIST] [--every-kb K]\n"
-			"                    [--cert FILE --key FILE] [--query SQL] MODE [ARG]\n"
+			"                    [--cert FILE --key FILE] [--query SQL] [--ciphersuites LIST]\n"
+			"                    MODE [ARG]\n"
 			"modes: keyupdate-flood N | keyupdate-requested-flood N | keyupdate-spaced N |\n"
 			"       keyupdate-backlog N |\n"
 			"       never-answer MB | stall-after KB | renegotiate |\n"
@@ -1446,6 +1455,8 @@ main(int argc, char **argv)
 			key_file = argv[++i];
 		else if (i + 1 < argc && strcmp(argv[i], "--query") == 0)
 			query_text = argv[++i];
+		else if (i + 1 < argc && strcmp(argv[i], "--ciphersuites") == 0)
+			ciphersuites = argv[++i];
 		else if (argv[i][0] == '-')
 			usage();
 		else
