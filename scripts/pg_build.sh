@@ -43,16 +43,9 @@ if [ -f "$MARKER" ] && [ -x "$PREFIX/bin/pg_config" ]; then
 fi
 
 # ------------------------------------------------------------ build tools
-need=()
-for p in gcc make perl libssl-dev libipc-run-perl bzip2 xz-utils dpkg-dev debian-archive-keyring; do
-    [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" = "install ok installed" ] || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-    log "installing ${need[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/packages.sh"
+sslr_install_packages gcc make perl libssl-dev libipc-run-perl bzip2 xz-utils \
+    dpkg-dev debian-archive-keyring
 
 # ---------------------------------------------------- private apt sources
 APT=$CACHE/apt

@@ -39,19 +39,9 @@ die() { printf 'setup.sh: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "must be run as root"
 
 # ---------------------------------------------------------------- packages
-missing=()
-for p in $SSLR_PACKAGES; do
-    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-    [ "$status" = "install ok installed" ] || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    log "installing missing packages: ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-else
-    log "all required packages are installed"
-fi
+. "$REPO/scripts/packages.sh"
+# shellcheck disable=SC2086 # a list of words
+sslr_install_packages $SSLR_PACKAGES
 [ -x "$PG_CONFIG" ] || die "$PG_CONFIG not found after package installation"
 
 # --------------------------------------------- Debian's default cluster
