@@ -83,31 +83,8 @@ fi
 mkdir -p "$WORKDIR"
 
 log "copying $REPO to $WORKDIR"
-if command -v git >/dev/null 2>&1 &&
-    git -c safe.directory='*' -C "$REPO" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    # Tracked (-c) and untracked-but-not-ignored (-o --exclude-standard)
-    # files; skip tracked files deleted from the work tree, and build or
-    # test output of an in-tree build in case .gitignore lacks it.
-    git -c safe.directory='*' -C "$REPO" ls-files -z -c -o --exclude-standard |
-        while IFS= read -r -d '' f; do
-            [ -e "$REPO/$f" ] || [ -L "$REPO/$f" ] || continue
-            case "$f" in
-                *.o | *.so | *.bc | results/* | tmp_check/* | log/* | \
-                    output_iso/* | regression.diffs | regression.out | $MARKER)
-                    continue ;;
-            esac
-            printf '%s\0' "$f"
-        done |
-        (cd "$REPO" && tar --null --no-recursion -T - -cf -) |
-        (cd "$WORKDIR" && tar -xf -)
-else
-    # Not a git checkout: copy everything except VCS data and build output.
-    (cd "$REPO" && tar -cf - \
-        --exclude=./.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
-        --exclude=./tmp_check --exclude=./results --exclude=./log \
-        --exclude=./regression.diffs --exclude=./regression.out .) |
-        (cd "$WORKDIR" && tar -xf -)
-fi
+. "$REPO/scripts/copy_tree.sh"
+sslr_copy_tree "$REPO" "$WORKDIR"
 touch "$WORKDIR/$MARKER"
 chown -R postgres:postgres "$WORKDIR"
 

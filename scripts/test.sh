@@ -13,6 +13,9 @@
 #      instance) and then prove over t/*.pl (PGXS TAP support);
 #   3. on failure prints regression.diffs and the tails of the TAP logs;
 #   4. prints "PostgreSQL N: N passed, N failed".
+# Then, if 15 is among them, scripts/package_test.sh: the Debian package
+# built, linted, installed and tested on its installed files; its line is
+# "Debian package: N passed, N failed".
 # A major that cannot be built or set up counts as one failure, with the
 # reason; it never silently drops out.  The last line is the total
 # "N passed, N failed"; the exit status is non-zero if anything failed.
@@ -72,6 +75,10 @@ count_results() {
     done < <(grep -Eo 'All [0-9]+ tests passed|[0-9]+ of [0-9]+ tests (passed|failed)(, [0-9]+ of these failures ignored)?' "$LOG" |
              sed -E 's/^All ([0-9]+) .*/All \1 x/
                      s/^([0-9]+) of ([0-9]+) tests (passed|failed)(, ([0-9]+) of these.*)?$/\1 \2 \3 \5/')
+    # scripts/package_test.sh's own checks (building, lintian, installing,
+    # the files on disk), one line each
+    passed=$((passed + $(grep -c '^package check ok: ' "$LOG" || true)))
+    failed=$((failed + $(grep -c '^package check FAILED: ' "$LOG" || true)))
     # prove: its "Test Summary Report" lists a file that failed -- and also one
     # that only had a TODO test pass, which is no failure.  One line per file that
     # failed: "NAME FAILED_ASSERTIONS", where a file that died, had a bad plan or
@@ -142,6 +149,21 @@ count_results() {
 total_passed=0
 total_failed=0
 summary=()
+# run_counted LABEL COMMAND...: run it with its output in $LOG, count it
+# (count_results), add "LABEL: N passed, N failed" to the summary and the
+# counts to the totals.
+run_counted() {
+    local label=$1
+    shift
+    set +e
+    "$@" 2>&1 | tee "$LOG"
+    rc=${PIPESTATUS[0]}
+    set -e
+    count_results
+    summary+=("$label: $passed passed, $failed failed")
+    total_passed=$((total_passed + passed))
+    total_failed=$((total_failed + failed))
+}
 for major in $MAJORS; do
     echo
     echo "=============== PostgreSQL $major ==============="
@@ -165,16 +187,20 @@ for major in $MAJORS; do
         continue
     fi
     echo "=== make installcheck in $WORKDIR (as postgres) ==="
-    set +e
-    SSLR_PG_CONFIG=$pg_config PG_BINDIR=$(dirname "$pg_config") \
-        sslr_as_postgres "$WORKDIR" make USE_PGXS=1 PG_CONFIG="$pg_config" installcheck 2>&1 | tee "$LOG"
-    rc=${PIPESTATUS[0]}
-    set -e
-    count_results
-    summary+=("PostgreSQL $major: $passed passed, $failed failed")
-    total_passed=$((total_passed + passed))
-    total_failed=$((total_failed + failed))
+    SSLR_PG_CONFIG=$pg_config PG_BINDIR=$(dirname "$pg_config") run_counted "PostgreSQL $major" \
+        sslr_as_postgres "$WORKDIR" make USE_PGXS=1 PG_CONFIG="$pg_config" installcheck
 done
+
+# The Debian package for Debian's PostgreSQL 15 (scripts/package_test.sh):
+# built, linted, installed, then pg_regress and one TAP file on the
+# installed files.
+if [[ " $MAJORS " == *" 15 "* ]]; then
+    echo
+    echo "=============== Debian package ==============="
+    export SSLR_PACKAGE_WORKDIR=${SSLR_WORKDIR:-/tmp/ssl_renegotiate-build}-package
+    WORKDIR=$SSLR_PACKAGE_WORKDIR/test    # where count_results finds the test logs
+    run_counted "Debian package" bash "$SSLR_REPO/scripts/package_test.sh"
+fi
 
 echo
 printf '%s\n' "${summary[@]}"
