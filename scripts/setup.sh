@@ -7,7 +7,9 @@
 #      (apt-get update runs only when something is missing);
 #   2. makes sure Debian's default "15/main" cluster is not running (we
 #      never use it; every script and test runs its own server on its own
-#      port, on 127.0.0.1 / a private Unix socket directory);
+#      port, on 127.0.0.1 / a private Unix socket directory), and neither
+#      are the services of prometheus and prometheus-postgres-exporter
+#      (t/050_exporter.pl starts its own exporter on a free port);
 #   3. copies the checkout (tracked files plus untracked, non-ignored files;
 #      never .git or build products) into a work directory owned by user
 #      postgres -- $SSLR_WORKDIR, default /tmp/ssl_renegotiate-build;
@@ -22,7 +24,8 @@ set -euo pipefail
 SSLR_PACKAGES="postgresql-15 postgresql-server-dev-15 libssl-dev libkrb5-dev
 libipc-run-perl iproute2 make gcc openssl perl procps
 default-jre-headless default-jdk-headless libpostgresql-jdbc-java
-gnuplot-nox cppcheck clang-tidy valgrind"
+gnuplot-nox cppcheck clang-tidy valgrind
+prometheus prometheus-postgres-exporter"
 
 # Debian's PostgreSQL 15 unless SSLR_PG_CONFIG names another pg_config
 # (scripts/pg_build.sh builds other majors).
@@ -61,6 +64,33 @@ if command -v pg_lsclusters >/dev/null 2>&1; then
         fi
     done < <(pg_lsclusters -h 2>/dev/null || true)
 fi
+
+# ------------------------------------------ services started by packages
+# prometheus (for promtool) and prometheus-postgres-exporter come with
+# services that their installation starts where it can (under systemd, or
+# in a container without a policy-rc.d that forbids it), listening on
+# ports 9090 and 9187 of every interface.  We don't use them: stop them,
+# and keep them from starting at the next boot, under either init.
+for svc in prometheus prometheus-postgres-exporter; do
+    if [ -d /run/systemd/system ]; then
+        if systemctl is-enabled --quiet "$svc" 2>/dev/null ||
+            systemctl is-active --quiet "$svc" 2>/dev/null; then
+            log "stopping and disabling the $svc service (not used)"
+            systemctl disable --now --quiet "$svc" >&2 || true
+        fi
+        continue
+    fi
+    if [ -x "/etc/init.d/$svc" ] && "/etc/init.d/$svc" status >/dev/null 2>&1; then
+        log "stopping the $svc service (not used)"
+        "/etc/init.d/$svc" stop >&2 || true
+    fi
+    if compgen -G "/etc/rc[2-5].d/S[0-9][0-9]$svc" >/dev/null; then
+        update-rc.d "$svc" disable >/dev/null 2>&1 || true
+    fi
+    if [ -e "/etc/systemd/system/multi-user.target.wants/$svc.service" ]; then
+        deb-systemd-helper disable "$svc.service" >/dev/null 2>&1 || true
+    fi
+done
 
 # ------------------------------------------------- copy tree to workdir
 case "$WORKDIR" in
