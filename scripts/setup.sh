@@ -22,7 +22,7 @@ set -euo pipefail
 SSLR_PACKAGES="postgresql-15 postgresql-server-dev-15 libssl-dev libkrb5-dev
 libipc-run-perl iproute2 make gcc openssl perl procps
 default-jre-headless default-jdk-headless libpostgresql-jdbc-java
-gnuplot-nox cppcheck clang-tidy valgrind"
+gnuplot-nox cppcheck clang-tidy valgrind pgbouncer"
 
 # Debian's PostgreSQL 15 unless SSLR_PG_CONFIG names another pg_config
 # (scripts/pg_build.sh builds other majors).
@@ -60,6 +60,29 @@ if command -v pg_lsclusters >/dev/null 2>&1; then
             sed -i 's/^[[:space:]]*auto[[:space:]]*$/manual/' "$startconf"
         fi
     done < <(pg_lsclusters -h 2>/dev/null || true)
+fi
+
+# ------------------------------------------------ Debian's pgbouncer
+# The package enables a pgbouncer on localhost:6432 (systemd unit and SysV
+# script; in a container policy-rc.d usually keeps it from starting at
+# install).  The tests start their own on free ports: stop the packaged one
+# if it runs and keep it from starting at boot.  systemctl disable works
+# without a running systemd too (it edits the unit and rc?.d links).
+if [ -x /usr/sbin/pgbouncer ]; then
+    if command -v systemctl >/dev/null 2>&1; then
+        systemctl disable pgbouncer.service pgbouncer.socket >/dev/null 2>&1 || true
+        if [ -d /run/systemd/system ] &&
+            systemctl -q is-active pgbouncer.service pgbouncer.socket 2>/dev/null; then
+            log "stopping Debian's pgbouncer service (not used)"
+            systemctl stop pgbouncer.service pgbouncer.socket || true
+        fi
+    fi
+    # started by the SysV script (no systemd): its pid file names it
+    if [ -f /run/postgresql/pgbouncer.pid ] &&
+        kill -0 "$(cat /run/postgresql/pgbouncer.pid)" 2>/dev/null; then
+        log "stopping Debian's pgbouncer daemon (not used)"
+        /etc/init.d/pgbouncer stop >/dev/null || true
+    fi
 fi
 
 # ------------------------------------------------- copy tree to workdir
