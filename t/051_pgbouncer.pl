@@ -130,6 +130,11 @@ PostgreSQL::Test::Utils::append_to_file($bench_script,
 # pgbouncer
 # ---------------------------------------------------------------------
 
+# pgbouncers running, stopped at exit should the test die before it stops
+# them
+my %pgbouncers;
+END { $_->kill_kill for values %pgbouncers; }
+
 # Starts pgbouncer (in the foreground, as this test's user) on a free
 # loopback port, with databases "session" and "transaction" (the pool
 # modes) on the test server; returns a hashref: port, log, handle.
@@ -170,6 +175,7 @@ EOINI
 	# its output goes to a file: a pipe nobody reads would fill and stop it
 	my $h = IPC::Run::start([ $PGBOUNCER, $ini ],
 		'<', \undef, '>', "$dir/stdout", '2>&1');
+	$pgbouncers{$port} = $h;
 	my $b = { port => $port, log => $log, handle => $h };
 	for (my $try = 0; $try < 300; $try++)
 	{
@@ -189,6 +195,7 @@ sub stop_pgbouncer
 	my ($b) = @_;
 	$b->{handle}->signal('TERM');
 	$b->{handle}->finish;
+	delete $pgbouncers{ $b->{port} };
 	$node->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM pg_stat_activity WHERE client_addr IS NOT NULL")
 	  or die 'server connections of pgbouncer remain';
