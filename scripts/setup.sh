@@ -8,8 +8,8 @@
 #   2. makes sure Debian's default "15/main" cluster is not running (we
 #      never use it; every script and test runs its own server on its own
 #      port, on 127.0.0.1 / a private Unix socket directory), and neither
-#      are the services of prometheus and prometheus-postgres-exporter
-#      (t/050_exporter.pl starts its own exporter on a free port);
+#      are the services of pgbouncer, prometheus and
+#      prometheus-postgres-exporter (t/050 and t/051 start their own);
 #   3. copies the checkout (tracked files plus untracked, non-ignored files;
 #      never .git or build products) into a work directory owned by user
 #      postgres -- $SSLR_WORKDIR, default /tmp/ssl_renegotiate-build;
@@ -25,7 +25,7 @@ SSLR_PACKAGES="postgresql-15 postgresql-server-dev-15 libssl-dev libkrb5-dev
 libipc-run-perl iproute2 make gcc openssl perl procps
 default-jre-headless default-jdk-headless libpostgresql-jdbc-java
 gnuplot-nox cppcheck clang-tidy valgrind
-prometheus prometheus-postgres-exporter"
+pgbouncer prometheus prometheus-postgres-exporter"
 
 # Debian's PostgreSQL 15 unless SSLR_PG_CONFIG names another pg_config
 # (scripts/pg_build.sh builds other majors).
@@ -66,18 +66,22 @@ if command -v pg_lsclusters >/dev/null 2>&1; then
 fi
 
 # ------------------------------------------ services started by packages
-# prometheus (for promtool) and prometheus-postgres-exporter come with
-# services that their installation starts where it can (under systemd, or
-# in a container without a policy-rc.d that forbids it), listening on
-# ports 9090 and 9187 of every interface.  We don't use them: stop them,
-# and keep them from starting at the next boot, under either init.
-for svc in prometheus prometheus-postgres-exporter; do
+# pgbouncer, prometheus (for promtool) and prometheus-postgres-exporter come
+# with services that their installation starts where it can (under systemd,
+# or in a container without a policy-rc.d that forbids it), on ports 6432,
+# 9090 and 9187.  The tests start their own on free loopback ports: stop the
+# packaged ones, and keep them from starting at the next boot, under either
+# init.
+for svc in pgbouncer prometheus prometheus-postgres-exporter; do
+    [ -x "/etc/init.d/$svc" ] || [ -e "/lib/systemd/system/$svc.service" ] || continue
     if [ -d /run/systemd/system ]; then
-        if systemctl is-enabled --quiet "$svc" 2>/dev/null ||
-            systemctl is-active --quiet "$svc" 2>/dev/null; then
-            log "stopping and disabling the $svc service (not used)"
-            systemctl disable --now --quiet "$svc" >&2 || true
-        fi
+        for unit in "$svc.service" "$svc.socket"; do
+            if systemctl is-enabled --quiet "$unit" 2>/dev/null ||
+                systemctl is-active --quiet "$unit" 2>/dev/null; then
+                log "stopping and disabling $unit (not used)"
+                systemctl disable --now --quiet "$unit" >&2 || true
+            fi
+        done
         continue
     fi
     if [ -x "/etc/init.d/$svc" ] && "/etc/init.d/$svc" status >/dev/null 2>&1; then
