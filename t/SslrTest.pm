@@ -704,12 +704,28 @@ sub build_hostile_peer
 	my $ok = IPC::Run::run(
 		[
 			'cc', '-O1', '-Wall', '-Wextra', '-Werror', '-o', $peer, $src,
-			'-lssl', '-lcrypto'
+			_configured_openssl_flags(), '-lssl', '-lcrypto'
 		],
 		'<', \undef, '>', \$out, '2>', \$err);
 	ok($ok && -x $peer, 'hostile_peer.c compiles with -Wall -Wextra -Werror')
 	  or BAIL_OUT("cannot build hostile_peer: $out$err");
 	return $peer;
+}
+
+# The OpenSSL the server under test was built against: the -I and -L
+# directories of its pg_config (the first in PATH), with an rpath for each
+# -L; none for a build against the system's OpenSSL.
+sub _configured_openssl_flags
+{
+	my ($cppflags, $ldflags) = map {
+		my $v = '';
+		IPC::Run::run([ 'pg_config', $_ ], '<', \undef, '>', \$v)
+		  or BAIL_OUT("pg_config $_ failed");
+		$v;
+	} ('--cppflags', '--ldflags');
+	my @inc  = grep { /^-I/ } split ' ', $cppflags;
+	my @libs = map { s/^-L//r } grep { /^-L/ } split ' ', $ldflags;
+	return (@inc, map { ("-L$_", "-Wl,-rpath,$_") } @libs);
 }
 
 =pod
