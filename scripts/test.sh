@@ -180,8 +180,8 @@ for cell in $CELLS; do
             prefix=
         cat "$BUILD_ERR" >&2
         if [ -z "$prefix" ]; then
-            # pg_build.sh's (or openssl_build.sh's) last word: why
-            reason=$(grep -E '^(pg|openssl)_build\.sh: ' "$BUILD_ERR" | tail -n 1 | sed -E 's/^[a-z_]+\.sh: //' || true)
+            # why: the first of openssl_build.sh's and pg_build.sh's last words
+            reason=$(grep -E -m 1 '^(pg|openssl)_build\.sh: ' "$BUILD_ERR" | sed -E 's/^[a-z_]+\.sh: //' || true)
             echo "test.sh: PostgreSQL $major${series:+ with OpenSSL $series} could not be built (see above)"
             summary+=("$label: could not be built (${reason:-see above}): 0 passed, 1 failed")
             total_failed=$((total_failed + 1))
