@@ -70,6 +70,7 @@ done
 echo
 header="| PostgreSQL \\ OpenSSL |"
 rule="|---|"
+mapfile -t series_list < <(printf '%s\n' "${series_list[@]}" | sort -V)
 for s in "${series_list[@]}"; do header+=" $s |"; rule+="---|"; done
 echo "$header"
 echo "$rule"
