@@ -55,6 +55,10 @@ installcheck-not-preloaded:
 
 # Static analysis: cppcheck and clang-tidy must be silent on our C.
 C_SOURCES = $(patsubst %.o,%.c,$(filter %.o,$(OBJS)))
+# The include directories PostgreSQL was configured with (an OpenSSL of its
+# own: scripts/pg_build.sh MAJOR SERIES), as system headers, so that
+# clang-tidy reads the OpenSSL the build compiles against.
+CONFIGURED_INCLUDES = $(patsubst -I%,-isystem %,$(filter -I%,$(shell $(PG_CONFIG) --cppflags)))
 lint: $(filter %.o,$(OBJS))
 	bash $(srcdir)/scripts/rooms.sh $(filter %.o,$(OBJS))
 	cppcheck --error-exitcode=1 --enable=warning,performance,portability \
@@ -62,7 +66,7 @@ lint: $(filter %.o,$(OBJS))
 		--suppress='*:$(includedir_server)/*' \
 		-I. -I$(includedir_server) $(C_SOURCES)
 	clang-tidy --quiet $(C_SOURCES) -- \
-		-I. -isystem $(includedir_server) -isystem $(includedir_internal) -D_GNU_SOURCE
+		-I. -isystem $(includedir_server) -isystem $(includedir_internal) $(CONFIGURED_INCLUDES) -D_GNU_SOURCE
 
 .PHONY: lint installcheck-not-preloaded clean-not-preloaded
 

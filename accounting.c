@@ -12,10 +12,11 @@
  * How the callback gets onto a connection: every SSL object OpenSSL
  * creates in this process calls the "new" function of our ex_data index
  * (registered in _PG_init, so inherited by every backend), which sets the
- * early callback on it.  That needs no hook of PostgreSQL's, and nothing
- * on the SSL_CTX: PostgreSQL 19 creates connections from a context the
- * openssl_tls_init_hook never sees, and sets its own client-hello
- * callback.  SSL objects that are not this backend's connection (libpq
+ * early callback on it; from OpenSSL 3.2 on that function cannot, and the
+ * index is one of SSL_CTX instead, whose every SSL starts with the
+ * callback (compat.h).  That needs no hook of PostgreSQL's: PostgreSQL 19
+ * creates connections from a context the openssl_tls_init_hook never sees,
+ * and sets its own client-hello callback.  SSL objects that are not this backend's connection (libpq
  * connections of postgres_fdw or dblink) drop the callback at their first
  * record.
  *
@@ -43,6 +44,7 @@
 #include "miscadmin.h"
 #include "port/atomics.h"
 
+#include "compat.h"
 #include "ssl_renegotiate.h"
 
 #include <openssl/ssl.h>
@@ -143,20 +145,24 @@ sslr_msg_callback(int write_p, int version pg_attribute_unused(),
 	sslr_handle_message(write_p, content_type, buf, len, ssl, false);
 }
 
-/* OpenSSL created an SSL object in this process: count it from the start. */
+/*
+ * OpenSSL created an SSL object (or, from OpenSSL 3.2 on, an SSL_CTX whose
+ * SSL objects inherit the callback: compat.h) in this process: count it
+ * from the start.
+ */
 static void
 sslr_ssl_new(void *parent, void *ptr pg_attribute_unused(),
 			 CRYPTO_EX_DATA *ad pg_attribute_unused(), int idx pg_attribute_unused(),
 			 long argl pg_attribute_unused(), void *argp pg_attribute_unused())
 {
 	if (parent != NULL)
-		SSL_set_msg_callback((SSL *) parent, sslr_msg_callback_early);
+		sslr_set_callback_of_new(parent, sslr_msg_callback_early);
 }
 
 void
 sslr_accounting_init(void)
 {
-	if (SSL_get_ex_new_index(0, "ssl_renegotiate", sslr_ssl_new, NULL, NULL) < 0)
+	if (sslr_get_connection_ex_new_index(sslr_ssl_new) < 0)
 		ereport(ERROR,
 				(errmsg("ssl_renegotiate: could not register with OpenSSL")));
 }

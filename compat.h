@@ -37,4 +37,28 @@
 #define sslr_get1_peer_certificate(ssl) SSL_get_peer_certificate(ssl)
 #endif
 
+/*
+ * How the record callback reaches every connection (accounting.c): through
+ * the "new" function of an ex_data index, which OpenSSL calls for each
+ * object it creates.  Up to 3.1 SSL_new calls it last, on a complete SSL
+ * whose callbacks were already copied from its SSL_CTX, so it can set the
+ * callback on the SSL itself.  From 3.2 on (the SSL/SSL_CONNECTION split of
+ * ossl_ssl_init) it is called before the SSL has its method -- setting a
+ * callback then crashes -- and SSL_new copies the context's callback over
+ * it afterwards anyway.  There the index is one of SSL_CTX, whose "new"
+ * function runs on a context complete enough to take the callback, and
+ * every SSL created from that context starts with it.
+ */
+#if OPENSSL_VERSION_NUMBER >= 0x30200000L
+#define sslr_get_connection_ex_new_index(new_func) \
+	SSL_CTX_get_ex_new_index(0, "ssl_renegotiate", (new_func), NULL, NULL)
+#define sslr_set_callback_of_new(parent, callback) \
+	SSL_CTX_set_msg_callback((SSL_CTX *) (parent), (callback))
+#else
+#define sslr_get_connection_ex_new_index(new_func) \
+	SSL_get_ex_new_index(0, "ssl_renegotiate", (new_func), NULL, NULL)
+#define sslr_set_callback_of_new(parent, callback) \
+	SSL_set_msg_callback((SSL *) (parent), (callback))
+#endif
+
 #endif							/* SSL_RENEGOTIATE_COMPAT_H */

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # test.sh -- the project's test command (README, CI's .ci/run).  Run as root.
 #
-# For each PostgreSQL major in SSLR_PG_MAJORS (default "15 18"; 15 is
-# Debian 12's package, the others are built once from Debian's source
-# packages by scripts/pg_build.sh into a cache):
+# For each cell in SSLR_CELLS (default "15 18 18/3.5"): a PostgreSQL major
+# with the system's OpenSSL ("15": Debian 12's package; another major is
+# built once from Debian's source package by scripts/pg_build.sh into a
+# cache) or with another OpenSSL series ("18/3.5": that OpenSSL built once
+# by scripts/openssl_build.sh, the major built against it).  SSLR_PG_MAJORS
+# (e.g. "15") instead gives cells of the system's OpenSSL only.  Each cell
+# has its own work directory ($SSLR_WORKDIR for 15, with a suffix "-18",
+# "-18-openssl-3.5" for the others):
 #   1. scripts/setup.sh: packages, a copy of the tree in a postgres-owned
 #      work directory of that major, a build with -Wall -Wextra -Werror,
 #      make install;
@@ -12,11 +17,12 @@
 #      i.e. make lint, pg_regress (sql/, expected/, its own temporary
 #      instance) and then prove over t/*.pl (PGXS TAP support);
 #   3. on failure prints regression.diffs and the tails of the TAP logs;
-#   4. prints "PostgreSQL N: N passed, N failed".
-# Then, if 15 is among them, scripts/package_test.sh: the Debian package
-# built, linted, installed and tested on its installed files; its line is
-# "Debian package: N passed, N failed".
-# A major that cannot be built or set up counts as one failure, with the
+#   4. prints "PostgreSQL N / OpenSSL V: N passed, N failed" (V the version
+#      the cell's openssl program reports, e.g. 3.0.19, 3.5.7).
+# Then, if the cell 15 is among them, scripts/package_test.sh: the Debian
+# package built, linted, installed and tested on its installed files; its
+# line is "Debian package: N passed, N failed".
+# A cell that cannot be built or set up counts as one failure, with the
 # reason; it never silently drops out.  The last line is the total
 # "N passed, N failed"; the exit status is non-zero if anything failed.
 #
@@ -34,9 +40,20 @@ set -euo pipefail
 
 sslr_require_root test.sh
 
-MAJORS=${SSLR_PG_MAJORS:-15 18}
+# Cells: "MAJOR" (the system's OpenSSL) or "MAJOR/SERIES" (that OpenSSL,
+# built by scripts/openssl_build.sh, and the major built against it).
+# SSLR_PG_MAJORS alone gives cells of the system's OpenSSL only.
+if [ -n "${SSLR_CELLS:-}" ]; then
+    CELLS=$SSLR_CELLS
+elif [ -n "${SSLR_PG_MAJORS:-}" ]; then
+    CELLS=$SSLR_PG_MAJORS
+else
+    CELLS="15 18 18/3.5"
+fi
+export SSLR_OPENSSL_CACHE=${SSLR_OPENSSL_CACHE:-/var/cache/ssl_renegotiate/openssl}
 LOG=$(mktemp /tmp/ssl_renegotiate-installcheck.XXXXXX)
-trap 'rm -f "$LOG"' EXIT
+BUILD_ERR=$(mktemp /tmp/ssl_renegotiate-build-err.XXXXXX)
+trap 'rm -f "$LOG" "$BUILD_ERR"' EXIT
 
 # What one major's "make installcheck" in $WORKDIR left in $LOG, with $rc:
 # sets passed and failed, and shows what failed.
@@ -164,37 +181,59 @@ run_counted() {
     total_passed=$((total_passed + passed))
     total_failed=$((total_failed + failed))
 }
-for major in $MAJORS; do
+for cell in $CELLS; do
+    major=${cell%%/*}
+    series=
+    [ "$cell" = "$major" ] || series=${cell#*/}
+    name=$major${series:+-openssl-$series}
     echo
-    echo "=============== PostgreSQL $major ==============="
-    if [ "$major" = 15 ]; then
-        pg_config=/usr/lib/postgresql/15/bin/pg_config
-        workdir_opt=
-    elif ! prefix=$(bash "$SSLR_REPO/scripts/pg_build.sh" "$major" | tail -n 1) || [ -z "$prefix" ]; then
-        echo "test.sh: PostgreSQL $major could not be built (see above)"
-        summary+=("PostgreSQL $major: could not be built: 0 passed, 1 failed")
+    echo "=============== PostgreSQL $major / OpenSSL ${series:-of the system} ==============="
+    label="PostgreSQL $major / OpenSSL ${series:-of the system}"
+    if ! [[ "$major" =~ ^[0-9]+$ ]] || { [ -n "$series" ] && ! [[ "$series" =~ ^[0-9]+\.[0-9]+(\.[0-9]+)?$ ]]; }; then
+        echo "test.sh: '$cell' is no cell (MAJOR or MAJOR/OPENSSL_SERIES)" >&2
+        summary+=("$label: no such cell: 0 passed, 1 failed")
         total_failed=$((total_failed + 1))
         continue
-    else
-        pg_config=$prefix/bin/pg_config
-        workdir_opt=/tmp/ssl_renegotiate-build-$major
     fi
+    if [ "$name" = 15 ]; then
+        pg_config=/usr/lib/postgresql/15/bin/pg_config
+    else
+        prefix=$(bash "$SSLR_REPO/scripts/pg_build.sh" "$major" $series 2>"$BUILD_ERR" | tail -n 1) ||
+            prefix=
+        cat "$BUILD_ERR" >&2
+        if [ -z "$prefix" ]; then
+            # why: the first of openssl_build.sh's and pg_build.sh's last words
+            reason=$(grep -E -m 1 '^(pg|openssl)_build\.sh: ' "$BUILD_ERR" | sed -E 's/^[a-z_]+\.sh: //' || true)
+            echo "test.sh: PostgreSQL $major${series:+ with OpenSSL $series} could not be built (see above)"
+            summary+=("$label: could not be built (${reason:-see above}): 0 passed, 1 failed")
+            total_failed=$((total_failed + 1))
+            continue
+        fi
+        pg_config=$prefix/bin/pg_config
+    fi
+    # each cell its own work directory: 15 the default one, the others a suffix
+    workdir_opt=
+    [ "$name" = 15 ] || workdir_opt=${SSLR_WORKDIR:-/tmp/ssl_renegotiate-build}-$name
     echo "=== setup (packages, build, install) for $pg_config ==="
     if ! WORKDIR=$(SSLR_PG_CONFIG=$pg_config sslr_setup "$workdir_opt"); then
-        echo "test.sh: setup.sh failed for PostgreSQL $major" >&2
-        summary+=("PostgreSQL $major: setup failed: 0 passed, 1 failed")
+        echo "test.sh: setup.sh failed for $label" >&2
+        summary+=("$label: setup failed: 0 passed, 1 failed")
         total_failed=$((total_failed + 1))
         continue
     fi
+    # the version the cell's OpenSSL reports (3.0.19; series 3.5: 3.5.7)
+    openssl_bin=openssl
+    [ -z "$series" ] || openssl_bin=$SSLR_OPENSSL_CACHE/$series/bin/openssl
+    label="PostgreSQL $major / OpenSSL $("$openssl_bin" version | awk '{ print $2 }')"
     echo "=== make installcheck in $WORKDIR (as postgres) ==="
-    SSLR_PG_CONFIG=$pg_config PG_BINDIR=$(dirname "$pg_config") run_counted "PostgreSQL $major" \
+    SSLR_PG_CONFIG=$pg_config PG_BINDIR=$(dirname "$pg_config") run_counted "$label" \
         sslr_as_postgres "$WORKDIR" make USE_PGXS=1 PG_CONFIG="$pg_config" installcheck
 done
 
 # The Debian package for Debian's PostgreSQL 15 (scripts/package_test.sh):
 # built, linted, installed, then pg_regress and one TAP file on the
 # installed files.
-if [[ " $MAJORS " == *" 15 "* ]]; then
+if [[ " $CELLS " == *" 15 "* ]]; then
     echo
     echo "=============== Debian package ==============="
     export SSLR_PACKAGE_WORKDIR=${SSLR_WORKDIR:-/tmp/ssl_renegotiate-build}-package

@@ -69,6 +69,7 @@ our @EXPORT = qw(
   make_client_cert
   build_hostile_peer
   run_hostile_peer
+  openssl_at_least
   SSL_REQUEST_CLIENT_BYTES
   SSL_REQUEST_SERVER_BYTES
 );
@@ -704,12 +705,66 @@ sub build_hostile_peer
 	my $ok = IPC::Run::run(
 		[
 			'cc', '-O1', '-Wall', '-Wextra', '-Werror', '-o', $peer, $src,
-			'-lssl', '-lcrypto'
+			_configured_openssl_flags(), '-lssl', '-lcrypto'
 		],
 		'<', \undef, '>', \$out, '2>', \$err);
 	ok($ok && -x $peer, 'hostile_peer.c compiles with -Wall -Wextra -Werror')
 	  or BAIL_OUT("cannot build hostile_peer: $out$err");
 	return $peer;
+}
+
+# The OpenSSL the server under test was built against: the -I and -L
+# directories of its pg_config (the first in PATH), with an rpath for each
+# -L; none for a build against the system's OpenSSL.
+sub _configured_openssl_flags
+{
+	my ($cppflags, $ldflags) = map { _pg_config($_) } ('--cppflags', '--ldflags');
+	my @inc  = grep { /^-I/ } split ' ', $cppflags;
+	my @libs = map { s/^-L//r } grep { /^-L/ } split ' ', $ldflags;
+	return (@inc, map { ("-L$_", "-Wl,-rpath,$_") } @libs);
+}
+
+sub _pg_config
+{
+	my ($option) = @_;
+	my $v = '';
+	IPC::Run::run([ 'pg_config', $option ], '<', \undef, '>', \$v)
+	  or BAIL_OUT("pg_config $option failed");
+	return $v;
+}
+
+=pod
+
+=item openssl_at_least($major, $minor)
+
+True if the server under test was built against OpenSSL $major.$minor or
+later: the version in the opensslv.h of its pg_config's -I directories, or
+the system's.
+
+=cut
+
+sub openssl_at_least
+{
+	my ($major, $minor) = @_;
+	my @dirs = ((map { s/^-I//r } grep { /^-I/ } split ' ', _pg_config('--cppflags')),
+		'/usr/include');
+	my ($header) = grep { -f } map { "$_/openssl/opensslv.h" } @dirs;
+	BAIL_OUT('no openssl/opensslv.h found') unless defined $header;
+	my $text = PostgreSQL::Test::Utils::slurp_file($header);
+	my ($maj, $min);
+	if ($text =~ /define\s+OPENSSL_VERSION_MAJOR\s+(\d+)/)
+	{
+		$maj = $1;
+		($min) = $text =~ /define\s+OPENSSL_VERSION_MINOR\s+(\d+)/;
+	}
+	elsif ($text =~ /define\s+OPENSSL_VERSION_NUMBER\s+0x([0-9a-fA-F]+)/)
+	{
+		# 1.1.1: 0xMNNFFPPS
+		my $n = hex $1;
+		($maj, $min) = ($n >> 28, ($n >> 20) & 0xff);
+	}
+	BAIL_OUT("no OpenSSL version in $header") unless defined $min;
+	return $maj > $major || ($maj == $major && $min >= $minor);
 }
 
 =pod

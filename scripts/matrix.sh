@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# matrix.sh -- the whole test suite on every PostgreSQL x OpenSSL cell
+# (README, "Compatibility").  Run as root; takes long the first time (it
+# builds three OpenSSL series and four PostgreSQL installations into
+# /var/cache/ssl_renegotiate).
+#
+# Runs scripts/test.sh once per cell (SSLR_CELLS=<cell>: test.sh builds,
+# installs, tests and counts), keeps each run's output in
+# $SSLR_MATRIX_LOGS/<cell>.log, and prints a table major x OpenSSL with
+# each cell's counts, or "could not be built" with test.sh's reason, then
+# the total "N passed, N failed" as the last line.  Exit status non-zero if
+# anything failed.
+#
+# Environment: SSLR_MATRIX_CELLS (default: the six cells below),
+# SSLR_MATRIX_LOGS (default /tmp/ssl_renegotiate-matrix), and whatever
+# test.sh takes (SSLR_WORKDIR: each cell gets a suffix of it).
+set -euo pipefail
+
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+sslr_require_root matrix.sh
+
+CELLS=${SSLR_MATRIX_CELLS:-15 18 15/1.1.1 18/3.5 18/3.6 18/4.0}
+LOGS=${SSLR_MATRIX_LOGS:-/tmp/ssl_renegotiate-matrix}
+mkdir -p "$LOGS"
+
+declare -A result     # "MAJOR SERIES" -> counts or "could not be built ..."
+majors=()
+series_list=()
+remember() {          # remember VALUE in the array named $2, once
+    local -n list=$2
+    local v
+    for v in "${list[@]}"; do [ "$v" = "$1" ] && return 0; done
+    list+=("$1")
+}
+total_passed=0
+total_failed=0
+for cell in $CELLS; do
+    log=$LOGS/${cell//\//-openssl-}.log
+    start=$SECONDS
+    printf '==> cell %s: scripts/test.sh (output in %s) ... ' "$cell" "$log"
+    SSLR_CELLS=$cell bash "$SSLR_REPO/scripts/test.sh" >"$log" 2>&1 || true
+    # test.sh's last two lines: the cell's line, then the total
+    line=$(tail -n 2 "$log" | head -n 1)
+    total=$(tail -n 1 "$log")
+    echo "$((SECONDS - start)) s: $line"
+    if [[ "$total" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        total_passed=$((total_passed + BASH_REMATCH[1]))
+        total_failed=$((total_failed + BASH_REMATCH[2]))
+    else
+        total_failed=$((total_failed + 1))
+    fi
+    if [[ "$line" =~ ^PostgreSQL\ ([0-9]+)\ /\ OpenSSL\ ([^:]+):\ (.*)$ ]]; then
+        major=${BASH_REMATCH[1]}
+        ossl=${BASH_REMATCH[2]}
+        what=${BASH_REMATCH[3]}
+    else
+        # test.sh stopped before its summary
+        major=${cell%%/*}
+        ossl=${cell#*/}
+        [ "$ossl" != "$cell" ] || ossl="of the system"
+        what="test.sh ended without a summary (see $log)"
+    fi
+    remember "$major" majors
+    remember "$ossl" series_list
+    result["$major $ossl"]=$what
+done
+
+# The table: one row per major, one column per OpenSSL version.
+echo
+header="| PostgreSQL \\ OpenSSL |"
+rule="|---|"
+mapfile -t series_list < <(printf '%s\n' "${series_list[@]}" | sort -V)
+for s in "${series_list[@]}"; do header+=" $s |"; rule+="---|"; done
+echo "$header"
+echo "$rule"
+for m in $(printf '%s\n' "${majors[@]}" | sort -n); do
+    row="| $m |"
+    for s in "${series_list[@]}"; do row+=" ${result["$m $s"]:-not run} |"; done
+    echo "$row"
+done
+echo
+echo "$total_passed passed, $total_failed failed"
+[ "$total_failed" -eq 0 ]
