@@ -24,6 +24,7 @@
 use strict;
 use warnings FATAL => 'all';
 
+use Digest::MD5 qw(md5_hex);
 use File::Spec;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
@@ -117,16 +118,18 @@ my $ROWS = 300000;
 # absolute: the server writes one of the files
 my $tmp  = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir('copy'));
 
+# psql running $sql in the background; $stdin (a scalar reference), if
+# given, is its standard input, fed as the caller appends to it.
 sub psql_copy_in_background
 {
-	my ($sql) = @_;
+	my ($sql, $stdin) = @_;
 	my ($out, $err) = ('', '');
 	my $h = IPC::Run::start(
 		[
 			'psql', '-X', '-q', '-At', '-d', tls_connstr($node, tls => '1.3'),
 			'-c', "SET application_name = 'copier'", '-c', $sql
 		],
-		'<', \undef, '>', \$out, '2>', \$err);
+		'<', $stdin // \undef, '>', \$out, '2>', \$err);
 	my $pid;
 	$node->poll_query_until('postgres',
 		"SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = 'copier' AND query LIKE 'COPY%'"
@@ -152,11 +155,15 @@ sub psql_copy_in_background
 	is($$err, '', 'COPY TO: psql saw no error');
 }
 {
-	my $file = "$tmp/in.copy";
-	$node->safe_psql('postgres',
-		"COPY (SELECT md5(i::text) || repeat('y', 200) FROM generate_series(1, $ROWS) i) TO '$file'");
-	my ($h, $pid, $err) = psql_copy_in_background("\\copy copy_in from '$file'");
+	# Fed from here, half before the request and half after it: the COPY
+	# cannot end before the request reaches it, and the client has 30 MB
+	# left to send, during which libpq reads and so answers.
+	my $half = join('', map { md5_hex($_) . ('y' x 200) . "\n" } 1 .. $ROWS / 2);
+	my $in   = $half;
+	my ($h, $pid, $err) = psql_copy_in_background("\\copy copy_in from stdin", \$in);
+	$h->pump while length $in;
 	my ($t) = rekey($pid);
+	$in .= $half;
 	$h->finish;
 	is($t, 't', 'COPY FROM: the call returns true');
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM copy_in'),
