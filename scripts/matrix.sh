@@ -25,6 +25,7 @@ LOGS=${SSLR_MATRIX_LOGS:-/tmp/ssl_renegotiate-matrix}
 mkdir -p "$LOGS"
 
 declare -A result     # "MAJOR SERIES" -> counts or "could not be built ..."
+extras=()             # test.sh's lines that belong to no cell
 majors=()
 series_list=()
 remember() {          # remember VALUE in the array named $2, once
@@ -40,8 +41,11 @@ for cell in $CELLS; do
     start=$SECONDS
     printf '==> cell %s: scripts/test.sh (output in %s) ... ' "$cell" "$log"
     SSLR_CELLS=$cell bash "$SSLR_REPO/scripts/test.sh" >"$log" 2>&1 || true
-    # test.sh's last two lines: the cell's line, then the total
-    line=$(tail -n 2 "$log" | head -n 1)
+    # test.sh's summary: the cell's line (in cell 15 the Debian package's
+    # follows it), then the total
+    line=$(grep -E '^PostgreSQL [0-9]+ / OpenSSL [^:]+: ' "$log" | tail -n 1 || true)
+    package=$(grep -E '^Debian package: ' "$log" | tail -n 1 || true)
+    [ -z "$package" ] || extras+=("$package (in cell $cell)")
     total=$(tail -n 1 "$log")
     echo "$((SECONDS - start)) s: $line"
     if [[ "$total" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
@@ -80,5 +84,6 @@ for m in $(printf '%s\n' "${majors[@]}" | sort -n); do
     echo "$row"
 done
 echo
+[ ${#extras[@]} -eq 0 ] || printf '%s\n' "${extras[@]}" ""
 echo "$total_passed passed, $total_failed failed"
 [ "$total_failed" -eq 0 ]
