@@ -718,19 +718,18 @@ sub build_hostile_peer
 # -L; none for a build against the system's OpenSSL.
 sub _configured_openssl_flags
 {
-	my ($cppflags, $ldflags) = map { _pg_config($_) } ('--cppflags', '--ldflags');
-	my @inc  = grep { /^-I/ } split ' ', $cppflags;
-	my @libs = map { s/^-L//r } grep { /^-L/ } split ' ', $ldflags;
-	return (@inc, map { ("-L$_", "-Wl,-rpath,$_") } @libs);
+	return ((map { "-I$_" } _configured_dirs('--cppflags', '-I')),
+		map { ("-L$_", "-Wl,-rpath,$_") } _configured_dirs('--ldflags', '-L'));
 }
 
-sub _pg_config
+# The directories of the $flag options (-I, -L) in pg_config's $option.
+sub _configured_dirs
 {
-	my ($option) = @_;
+	my ($option, $flag) = @_;
 	my $v = '';
 	IPC::Run::run([ 'pg_config', $option ], '<', \undef, '>', \$v)
 	  or BAIL_OUT("pg_config $option failed");
-	return $v;
+	return map { substr($_, length $flag) } grep { /^\Q$flag\E./ } split ' ', $v;
 }
 
 =pod
@@ -746,8 +745,7 @@ the system's.
 sub openssl_at_least
 {
 	my ($major, $minor) = @_;
-	my @dirs = ((map { s/^-I//r } grep { /^-I/ } split ' ', _pg_config('--cppflags')),
-		'/usr/include');
+	my @dirs = (_configured_dirs('--cppflags', '-I'), '/usr/include');
 	my ($header) = grep { -f } map { "$_/openssl/opensslv.h" } @dirs;
 	BAIL_OUT('no openssl/opensslv.h found') unless defined $header;
 	my $text = PostgreSQL::Test::Utils::slurp_file($header);
