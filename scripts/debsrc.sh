@@ -2,6 +2,8 @@
 # private apt configuration (the system's apt sources are never touched).
 # Sourced by pg_build.sh and openssl_build.sh; defines functions only.
 
+. "$(dirname "${BASH_SOURCE[0]}")/apt_sources.sh"
+
 # sslr_built_before MARKER FILE: true (saying so) if an earlier run left
 # its MARKER and the FILE it installed.
 sslr_built_before() {
@@ -11,8 +13,10 @@ sslr_built_before() {
 
 # sslr_debian_source APTDIR WORKDIR PACKAGE VERSION_REGEX SUITE...
 #
-# Writes APTDIR/sources.list with deb-src lines for the SUITEs (a name
-# ending in -security comes from debian-security), signed by
+# Writes APTDIR/sources.list with deb-src lines for the SUITEs, on the
+# archive and security URIs of the system's own apt sources
+# (scripts/apt_sources.sh: a mirror or proxy configured there is used; a
+# name ending in -security comes from the security archive), signed by
 # debian-archive-keyring, reads their indexes into APTDIR, and tries every
 # version of PACKAGE they list that matches VERSION_REGEX (an extended
 # regular expression), newest first -- packages move between suites, and a
@@ -23,11 +27,14 @@ sslr_debian_source() {
     local apt=$1 work=$2 package=$3 regex=$4 suite v
     shift 4
     local keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+    sslr_debian_uris || return 1
     mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial"
     for suite in "$@"; do
         case "$suite" in
-            *-security) echo "deb-src [signed-by=$keyring] http://deb.debian.org/debian-security $suite main" ;;
-            *) echo "deb-src [signed-by=$keyring] http://deb.debian.org/debian $suite main" ;;
+            *-security)
+                [ -z "$SSLR_SECURITY_URI" ] ||
+                    echo "deb-src [signed-by=$keyring] $SSLR_SECURITY_URI $suite main" ;;
+            *) echo "deb-src [signed-by=$keyring] $SSLR_ARCHIVE_URI $suite main" ;;
         esac
     done >"$apt/sources.list"
     local opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/nonexistent

@@ -43,7 +43,7 @@ for cell in $CELLS; do
     SSLR_CELLS=$cell bash "$SSLR_REPO/scripts/test.sh" >"$log" 2>&1 || true
     # test.sh's summary: the cell's line (in cell 15 the Debian package's
     # follows it), then the total
-    line=$(grep -E '^PostgreSQL [0-9]+ / OpenSSL [^:]+: ' "$log" | tail -n 1 || true)
+    line=$(grep -E '^PostgreSQL [0-9][^ ]* (\([^)]*\) )?/ OpenSSL [^:]+: ' "$log" | tail -n 1 || true)
     package=$(grep -E '^Debian package: ' "$log" | tail -n 1 || true)
     [ -z "$package" ] || extras+=("$package (in cell $cell)")
     total=$(tail -n 1 "$log")
@@ -54,10 +54,11 @@ for cell in $CELLS; do
     else
         total_failed=$((total_failed + 1))
     fi
-    if [[ "$line" =~ ^PostgreSQL\ ([0-9]+)\ /\ OpenSSL\ ([^:]+):\ (.*)$ ]]; then
+    # "PostgreSQL 18.6 (Debian source 18.6-3) / OpenSSL 3.5.7: N passed, N failed"
+    if [[ "$line" =~ ^PostgreSQL\ ([0-9]+)([^ ]*)\ (\(([^\)]*)\)\ )?/\ OpenSSL\ ([^:]+):\ (.*)$ ]]; then
         major=${BASH_REMATCH[1]}
-        ossl=${BASH_REMATCH[2]}
-        what=${BASH_REMATCH[3]}
+        ossl=${BASH_REMATCH[5]}
+        what="${BASH_REMATCH[1]}${BASH_REMATCH[2]}${BASH_REMATCH[4]:+ (${BASH_REMATCH[4]})}: ${BASH_REMATCH[6]}"
     else
         # test.sh stopped before its summary
         major=${cell%%/*}

@@ -67,6 +67,9 @@ fi
 mkdir -p "$PKG_WORKDIR"
 touch "$PKG_WORKDIR/$MARKER"
 
+# dpkg-dev (dpkg-parsechangelog, dpkg-buildpackage) before its first use
+echo "=== build tools ==="
+sslr_install_packages dpkg-dev lintian
 source_name=$(dpkg-parsechangelog -l "$SSLR_REPO/debian/changelog" -S Source)
 version=$(dpkg-parsechangelog -l "$SSLR_REPO/debian/changelog" -S Version)
 upstream_version=${version%-*}
@@ -81,8 +84,7 @@ tar -C "$PKG_WORKDIR/src" --exclude="$source_name-$upstream_version/debian" \
 chown -R postgres:postgres "$PKG_WORKDIR"
 
 # ------------------------------------------------------------- 1. build
-echo "=== build tools and debian/control's Build-Depends ==="
-sslr_install_packages dpkg-dev lintian
+echo "=== debian/control's Build-Depends ==="
 if ! (cd "$tree" && dpkg-checkbuilddeps) 2>/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get build-dep -y -qq --no-install-recommends "$tree" >&2

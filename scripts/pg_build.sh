@@ -1,27 +1,42 @@
 #!/usr/bin/env bash
 # pg_build.sh -- a PostgreSQL of another major than Debian 12's, built once
-# from Debian's own source package into a cache, for the tests.
+# into a cache, for the tests.
 #
 #   scripts/pg_build.sh MAJOR [OPENSSL_SERIES]     (as root)
 #
 # Prints the installation prefix as its last line (PREFIX/bin/pg_config),
 # and fails with the reason if the major cannot be had (for a build that
-# fails: the compiler's first errors).
+# fails: the compiler's first errors).  The sources, first that applies:
 #
-#   1. Debian's source package postgresql-MAJOR, newest version first, from
+#   1. SSLR_PG_SOURCE: a PostgreSQL source tree (a git checkout or an
+#      unpacked tarball) whose configure.ac is of MAJOR -- a development
+#      branch.  Built out of tree (the tree is only read), into
+#      $SSLR_PG_CACHE/MAJOR-tree; rebuilt when its path or commit differs
+#      from the last build's, or a file in it is newer than that build.
+#   2. Debian's source package postgresql-MAJOR, newest version first, from
 #      the suites that carry PostgreSQL majors (scripts/debsrc.sh: a private
-#      apt configuration under the cache, the system's apt sources are
-#      never touched).
-#   2. Its upstream tarball (a release tarball: no bison or flex needed) is
-#      built with OpenSSL and TAP support and installed into
-#      $SSLR_PG_CACHE/MAJOR; a marker records the version, and a later run
-#      reuses the build.
-#   3. With OPENSSL_SERIES (1.1.1, 3.5, ...): against that OpenSSL, built
-#      first by scripts/openssl_build.sh, into $SSLR_PG_CACHE/MAJOR-openssl-SERIES;
-#      otherwise against the system's.
+#      apt configuration on the system's own archive URIs; the system's apt
+#      sources are never touched), where a version downloads.
+#   3. A tarball postgresql-MAJOR<version>.tar.* (the newest) from the
+#      directory SSLR_PG_SOURCES, default ../shared/pg-src beside the
+#      checkout where it exists; checked against that directory's
+#      SHA256SUMS when there is one (a tarball it does not list is refused).
+#
+# The build: --with-openssl and TAP support, nothing else optional, and of
+# contrib the modules the tests use (sslinfo, postgres_fdw, dblink); the
+# packages it needs (compiler, bison, flex, perl, OpenSSL's headers,
+# IPC::Run) are installed first, whatever the source (git trees and release
+# tarballs since 18 ship no generated parser).  It installs into
+# $SSLR_PG_CACHE/MAJOR with a marker that names the source; a later run
+# reuses it; .ssl_renegotiate-origin beside it says in a few words what
+# was built (tarball; Debian source 18.6-3; git tree 1a2b3c4d5e6f
+# (master)), for test.sh's lines.  With OPENSSL_SERIES (1.1.1, 3.5, ...): against that OpenSSL,
+# built first by scripts/openssl_build.sh, into
+# $SSLR_PG_CACHE/MAJOR-openssl-SERIES; otherwise against the system's.
 #
 # Environment: SSLR_PG_CACHE (default /var/cache/ssl_renegotiate/pg),
-# SSLR_PG_JOBS (default: the number of CPUs).
+# SSLR_PG_JOBS (default: the number of CPUs), SSLR_PG_SOURCE,
+# SSLR_PG_SOURCES.
 set -euo pipefail
 
 MAJOR=${1:-}
@@ -31,23 +46,54 @@ OPENSSL=${2:-}
     { echo "usage: $0 MAJOR [OPENSSL_SERIES]" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "pg_build.sh: run as root" >&2; exit 2; }
 
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${SSLR_PG_CACHE:-/var/cache/ssl_renegotiate/pg}
-NAME=$MAJOR${OPENSSL:+-openssl-$OPENSSL}
-PREFIX=$CACHE/$NAME
-MARKER=$PREFIX/.ssl_renegotiate-built
 JOBS=${SSLR_PG_JOBS:-$(nproc)}
+# the contrib modules the tests use
+CONTRIB="sslinfo postgres_fdw dblink"
+SOURCES=${SSLR_PG_SOURCES:-}
+[ -n "$SOURCES" ] || [ ! -d "$HERE/../../shared/pg-src" ] || SOURCES=$(cd "$HERE/../../shared/pg-src" && pwd)
 
-log() { printf '==> pg_build %s: %s\n' "$NAME" "$*" >&2; }
 die() { printf 'pg_build.sh: PostgreSQL %s%s: %s\n' "$MAJOR" "${OPENSSL:+ with OpenSSL $OPENSSL}" "$*" >&2; exit 1; }
 
-HERE=$(dirname "${BASH_SOURCE[0]}")
 . "$HERE/debsrc.sh"
-sslr_built_before "$MARKER" "$PREFIX/bin/pg_config" && { echo "$PREFIX"; exit 0; }
+. "$HERE/pg_sources.sh"
+
+# ------------------------------------------------ a tree of the user's
+tree_id=
+if [ -n "${SSLR_PG_SOURCE:-}" ]; then
+    tree_major=$(sslr_tree_major "$SSLR_PG_SOURCE") || die "SSLR_PG_SOURCE: $tree_major"
+    if [ "$tree_major" = "$MAJOR" ]; then
+        tree_id=$(sslr_tree_identity "$SSLR_PG_SOURCE")
+    else
+        printf '==> SSLR_PG_SOURCE is a tree of %s, not %s: not used for %s\n' \
+            "$tree_major" "$MAJOR" "$MAJOR" >&2
+    fi
+fi
+
+NAME=$MAJOR${tree_id:+-tree}${OPENSSL:+-openssl-$OPENSSL}
+PREFIX=$CACHE/$NAME
+MARKER=$PREFIX/.ssl_renegotiate-built
+log() { printf '==> pg_build %s: %s\n' "$NAME" "$*" >&2; }
+
+if [ -n "$tree_id" ]; then
+    if [ -f "$MARKER" ] && [ -x "$PREFIX/bin/pg_config" ] &&
+        [ "$(sed -n 2p "$MARKER")" = "$tree_id" ] && ! sslr_tree_changed_since "$SSLR_PG_SOURCE" "$MARKER"; then
+        printf '==> cached: %s\n' "$(head -n 1 "$MARKER")" >&2
+        echo "$PREFIX"
+        exit 0
+    fi
+elif sslr_built_before "$MARKER" "$PREFIX/bin/pg_config"; then
+    echo "$PREFIX"
+    exit 0
+fi
 
 # ------------------------------------------------------------ build tools
+# What this configuration needs, and nothing of Debian's full Build-Depends
+# (LLVM, ICU, ... are configured out).  xz-utils and bzip2 unpack tarballs.
 . "$HERE/packages.sh"
-sslr_install_packages gcc make perl libssl-dev libipc-run-perl bzip2 xz-utils \
-    dpkg-dev debian-archive-keyring
+sslr_install_packages gcc make perl bison flex libssl-dev libipc-run-perl \
+    xz-utils bzip2 debian-archive-keyring
 
 # ------------------------------------------------------ another OpenSSL
 # Its headers first (CPPFLAGS) and its libraries on the rpath (LDFLAGS):
@@ -65,39 +111,73 @@ if [ -n "$OPENSSL" ]; then
     ssl_built=" against $(cat "$ossl/.ssl_renegotiate-built")"
 fi
 
-# ------------------------------------------------------------- download
+# ------------------------------------------------------------- sources
 work=$CACHE/src/$NAME
-# bookworm and bookworm-security: Debian 12's own 15, for builds against
-# another OpenSSL
-chosen=$(sslr_debian_source "$CACHE/apt-$NAME" "$work" "postgresql-$MAJOR" . \
-    bookworm bookworm-security trixie trixie-updates trixie-security forky sid experimental) ||
-    die "no source package to build"
-log "building $chosen$ssl_built"
-
-srcdir=$(sslr_unpack_upstream "$work" "postgresql-$MAJOR") || die "cannot unpack the source package of $chosen"
+rm -rf "$work"
+mkdir -p "$work"
+if [ -n "$tree_id" ]; then
+    srcdir=$(cd "$SSLR_PG_SOURCE" && pwd)
+    origin=$tree_id
+    short=${tree_id%% /*}         # "git tree" or "source tree"
+    [[ "$tree_id" != *" at "* ]] || short+=" ${tree_id#* at }"
+elif chosen=$(sslr_debian_source "$CACHE/apt" "$work/debian" "postgresql-$MAJOR" . \
+        bookworm bookworm-security trixie trixie-updates trixie-security forky sid experimental); then
+    # bookworm and bookworm-security: Debian 12's own 15, for builds against
+    # another OpenSSL
+    srcdir=$(sslr_unpack_upstream "$work/debian" "postgresql-$MAJOR") ||
+        die "cannot unpack the source package of $chosen"
+    origin="Debian source $chosen"
+    short=$origin
+elif [ -n "$SOURCES" ]; then
+    log "no Debian source package downloads; looking in $SOURCES"
+    tarball=$(sslr_pg_tarball "$SOURCES" "$MAJOR") || die "$tarball"
+    srcdir=$(sslr_unpack_tarball "$tarball" "$work") || die "cannot unpack $tarball"
+    origin="tarball ${tarball##*/}"
+    short=tarball
+else
+    die "no Debian source package downloads, and no directory of tarballs (SSLR_PG_SOURCES) is given"
+fi
+log "building $origin$ssl_built"
 
 # ---------------------------------------------------------------- build
+# Out of the source tree (VPATH): a tree of the user's is only read.
 rm -rf "$PREFIX"
+build=$work/build
+mkdir -p "$build"
 (
-    cd "$srcdir"
-    ./configure --prefix="$PREFIX" --with-openssl --enable-tap-tests \
+    cd "$build"
+    "$srcdir/configure" --prefix="$PREFIX" --with-openssl --enable-tap-tests \
         --without-icu --without-readline --without-zlib --without-llvm \
         "${ssl_flags[@]}" \
         >"$work/configure.log" 2>&1 ||
         { tail -n 30 "$work/configure.log" >&2; exit 1; }
-    # on failure: the compiler's errors first (the reason), then the tail
-    make -s -j"$JOBS" world-bin >"$work/build.log" 2>&1 ||
+    # the server and its programs, then only the contrib modules the tests
+    # load (all of contrib would be a fifth of the build); on failure: the
+    # compiler's errors first (the reason), then the tail
+    {
+        make -s -j"$JOBS" &&
+            for m in $CONTRIB; do make -s -j"$JOBS" -C "contrib/$m" || exit 1; done
+    } >"$work/build.log" 2>&1 ||
         { grep -E -m 5 'error:|Error [0-9]' "$work/build.log" >&2; tail -n 40 "$work/build.log" >&2; exit 1; }
-    make -s install-world-bin >>"$work/build.log" 2>&1 ||
+    {
+        make -s install &&
+            for m in $CONTRIB; do make -s -C "contrib/$m" install || exit 1; done
+    } >>"$work/build.log" 2>&1 ||
         { tail -n 40 "$work/build.log" >&2; exit 1; }
 ) || {
     # the reason in one line: configure's error or the compiler's first
     reason=$(grep -h -E -m 1 '^configure: error:| error: ' "$work/configure.log" "$work/build.log" \
         2>/dev/null | head -n 1 || true)
-    die "the build of $chosen$ssl_built failed${reason:+: $reason} (logs in $work)"
+    die "the build of $origin$ssl_built failed${reason:+: $reason} (logs in $work)"
 }
-[ -x "$PREFIX/bin/pg_config" ] || die "the build of $chosen installed no pg_config"
-echo "postgresql-$MAJOR $chosen$ssl_built" >"$MARKER"
-rm -rf "$srcdir"
+[ -x "$PREFIX/bin/pg_config" ] || die "the build of $origin installed no pg_config"
+# line 1 names the source (test.sh puts it on the cell's line); a tree's
+# identity follows, to tell a later run whether it changed
+{
+    echo "$origin$ssl_built"
+    [ -z "$tree_id" ] || echo "$tree_id"
+} >"$MARKER"
+echo "$short${OPENSSL:+, OpenSSL $OPENSSL}" >"$PREFIX/.ssl_renegotiate-origin"
+rm -rf "$build" "$work"/debian/*/ "$work"/postgresql-*/
 log "installed into $PREFIX"
 echo "$PREFIX"

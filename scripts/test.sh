@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # test.sh -- the project's test command (README, CI's .ci/run).  Run as root.
 #
-# For each cell in SSLR_CELLS (default "15 18 18/3.5"): a PostgreSQL major
-# with the system's OpenSSL ("15": Debian 12's package; another major is
-# built once from Debian's source package by scripts/pg_build.sh into a
-# cache) or with another OpenSSL series ("18/3.5": that OpenSSL built once
-# by scripts/openssl_build.sh, the major built against it).  SSLR_PG_MAJORS
-# (e.g. "15") instead gives cells of the system's OpenSSL only.  Each cell
-# has its own work directory ($SSLR_WORKDIR for 15, with a suffix "-18",
-# "-18-openssl-3.5" for the others):
+# For each cell in SSLR_CELLS (default "15 16 17 18 19 18/3.5 20:build"):
+#   MAJOR         that major with the system's OpenSSL: "15" is Debian 12's
+#                 package; another major is built once into a cache by
+#                 scripts/pg_build.sh (from Debian's source package where
+#                 one downloads, else from a tarball of SSLR_PG_SOURCES,
+#                 default ../shared/pg-src; or the tree SSLR_PG_SOURCE);
+#   MAJOR/SERIES  that major against another OpenSSL series (built once by
+#                 scripts/openssl_build.sh), e.g. "18/3.5";
+#   MAJOR:build   only built: the extension compiled and installed with
+#                 -Wall -Wextra -Werror against that major (a development
+#                 branch, e.g. "20:build"); one check, no tests.
+# SSLR_PG_MAJORS (e.g. "15") instead gives cells of the system's OpenSSL
+# only.  Each cell has its own work directory ($SSLR_WORKDIR for 15, with
+# a suffix "-18", "-18-openssl-3.5" for the others):
 #   1. scripts/setup.sh: packages, a copy of the tree in a postgres-owned
 #      work directory of that major, a build with -Wall -Wextra -Werror,
 #      make install;
@@ -17,8 +23,11 @@
 #      i.e. make lint, pg_regress (sql/, expected/, its own temporary
 #      instance) and then prove over t/*.pl (PGXS TAP support);
 #   3. on failure prints regression.diffs and the tails of the TAP logs;
-#   4. prints "PostgreSQL N / OpenSSL V: N passed, N failed" (V the version
-#      the cell's openssl program reports, e.g. 3.0.19, 3.5.7).
+#   4. prints "PostgreSQL VERSION (SOURCE) / OpenSSL V: N passed, N failed"
+#      (VERSION pg_config's, e.g. 19beta2; SOURCE what was built: Debian
+#      package, Debian source 18.6-3, tarball, git tree; V the version the
+#      cell's openssl program reports, e.g. 3.0.19, 3.5.7); a build-only
+#      cell "PostgreSQL 20devel (tarball): builds: 1 passed, 0 failed".
 # Then, if the cell 15 is among them, scripts/package_test.sh: the Debian
 # package built, linted, installed and tested on its installed files; its
 # line is "Debian package: N passed, N failed".
@@ -40,15 +49,12 @@ set -euo pipefail
 
 sslr_require_root test.sh
 
-# Cells: "MAJOR" (the system's OpenSSL) or "MAJOR/SERIES" (that OpenSSL,
-# built by scripts/openssl_build.sh, and the major built against it).
-# SSLR_PG_MAJORS alone gives cells of the system's OpenSSL only.
 if [ -n "${SSLR_CELLS:-}" ]; then
     CELLS=$SSLR_CELLS
 elif [ -n "${SSLR_PG_MAJORS:-}" ]; then
     CELLS=$SSLR_PG_MAJORS
 else
-    CELLS="15 18 18/3.5"
+    CELLS="15 16 17 18 19 18/3.5 20:build"
 fi
 export SSLR_OPENSSL_CACHE=${SSLR_OPENSSL_CACHE:-/var/cache/ssl_renegotiate/openssl}
 LOG=$(mktemp /tmp/ssl_renegotiate-installcheck.XXXXXX)
@@ -166,6 +172,8 @@ count_results() {
 total_passed=0
 total_failed=0
 summary=()
+timings=()    # "time: LABEL: build B, setup S, tests T", one per cell
+minutes() { printf '%d min %02d s' $(($1 / 60)) $(($1 % 60)); }
 # run_counted LABEL COMMAND...: run it with its output in $LOG, count it
 # (count_results), add "LABEL: N passed, N failed" to the summary and the
 # counts to the totals.
@@ -181,21 +189,38 @@ run_counted() {
     total_passed=$((total_passed + passed))
     total_failed=$((total_failed + failed))
 }
+# cell_label PG_CONFIG: "PostgreSQL 19beta2 (tarball)", what a cell ran on
+cell_label() {
+    local pg_config=$1 origin
+    origin="Debian package"
+    [ "$pg_config" = /usr/lib/postgresql/15/bin/pg_config ] ||
+        origin=$(cat "$(dirname "$(dirname "$pg_config")")/.ssl_renegotiate-origin" 2>/dev/null || echo built)
+    echo "PostgreSQL $("$pg_config" --version | awk '{ print $2 }') ($origin)"
+}
+# fail_cell LABEL WHY: the cell counts one failure, and says why
+fail_cell() {
+    summary+=("$1: $2: 0 passed, 1 failed")
+    total_failed=$((total_failed + 1))
+}
 for cell in $CELLS; do
+    build_only=
+    case "$cell" in
+        *:build) build_only=1 cell=${cell%:build} ;;
+    esac
     major=${cell%%/*}
     series=
     [ "$cell" = "$major" ] || series=${cell#*/}
     name=$major${series:+-openssl-$series}
-    echo
-    echo "=============== PostgreSQL $major / OpenSSL ${series:-of the system} ==============="
     label="PostgreSQL $major / OpenSSL ${series:-of the system}"
+    echo
+    echo "=============== $label${build_only:+ (build only)} ==============="
     if ! [[ "$major" =~ ^[0-9]+$ ]] || { [ -n "$series" ] && ! [[ "$series" =~ ^[0-9]+\.[0-9]+(\.[0-9]+)?$ ]]; }; then
-        echo "test.sh: '$cell' is no cell (MAJOR or MAJOR/OPENSSL_SERIES)" >&2
-        summary+=("$label: no such cell: 0 passed, 1 failed")
-        total_failed=$((total_failed + 1))
+        echo "test.sh: '$cell' is no cell (MAJOR, MAJOR/OPENSSL_SERIES or MAJOR:build)" >&2
+        fail_cell "$label" "no such cell"
         continue
     fi
-    if [ "$name" = 15 ]; then
+    cell_start=$SECONDS
+    if [ "$name" = 15 ] && [ -z "${SSLR_PG_SOURCE:-}" ]; then
         pg_config=/usr/lib/postgresql/15/bin/pg_config
     else
         prefix=$(bash "$SSLR_REPO/scripts/pg_build.sh" "$major" $series 2>"$BUILD_ERR" | tail -n 1) ||
@@ -205,8 +230,7 @@ for cell in $CELLS; do
             # why: the first of openssl_build.sh's and pg_build.sh's last words
             reason=$(grep -E -m 1 '^(pg|openssl)_build\.sh: ' "$BUILD_ERR" | sed -E 's/^[a-z_]+\.sh: //' || true)
             echo "test.sh: PostgreSQL $major${series:+ with OpenSSL $series} could not be built (see above)"
-            summary+=("$label: could not be built (${reason:-see above}): 0 passed, 1 failed")
-            total_failed=$((total_failed + 1))
+            fail_cell "$label" "could not be built (${reason:-see above})"
             continue
         fi
         pg_config=$prefix/bin/pg_config
@@ -214,20 +238,31 @@ for cell in $CELLS; do
     # each cell its own work directory: 15 the default one, the others a suffix
     workdir_opt=
     [ "$name" = 15 ] || workdir_opt=${SSLR_WORKDIR:-/tmp/ssl_renegotiate-build}-$name
-    echo "=== setup (packages, build, install) for $pg_config ==="
-    if ! WORKDIR=$(SSLR_PG_CONFIG=$pg_config sslr_setup "$workdir_opt"); then
-        echo "test.sh: setup.sh failed for $label" >&2
-        summary+=("$label: setup failed: 0 passed, 1 failed")
-        total_failed=$((total_failed + 1))
-        continue
-    fi
     # the version the cell's OpenSSL reports (3.0.19; series 3.5: 3.5.7)
     openssl_bin=openssl
     [ -z "$series" ] || openssl_bin=$SSLR_OPENSSL_CACHE/$series/bin/openssl
-    label="PostgreSQL $major / OpenSSL $("$openssl_bin" version | awk '{ print $2 }')"
+    label=$(cell_label "$pg_config")
+    [ -n "$build_only" ] || label+=" / OpenSSL $("$openssl_bin" version | awk '{ print $2 }')"
+    build_end=$SECONDS
+    echo "=== setup (packages, build with -Werror, install) for $pg_config ==="
+    if ! WORKDIR=$(SSLR_PG_CONFIG=$pg_config sslr_setup "$workdir_opt"); then
+        echo "test.sh: setup.sh failed for $label" >&2
+        fail_cell "$label" "${build_only:+builds: }setup failed"
+        continue
+    fi
+    setup_end=$SECONDS
+    timing="time: $label: PostgreSQL built or cached $(minutes $((build_end - cell_start))), setup $(minutes $((setup_end - build_end)))"
+    if [ -n "$build_only" ]; then
+        timings+=("$timing")
+        echo "test.sh: the extension builds warning-free against $label and installs"
+        summary+=("$label: builds: 1 passed, 0 failed")
+        total_passed=$((total_passed + 1))
+        continue
+    fi
     echo "=== make installcheck in $WORKDIR (as postgres) ==="
     SSLR_PG_CONFIG=$pg_config PG_BINDIR=$(dirname "$pg_config") run_counted "$label" \
         sslr_as_postgres "$WORKDIR" make USE_PGXS=1 PG_CONFIG="$pg_config" installcheck
+    timings+=("$timing, tests $(minutes $((SECONDS - setup_end)))")
 done
 
 # The Debian package for Debian's PostgreSQL 15 (scripts/package_test.sh):
@@ -238,10 +273,13 @@ if [[ " $CELLS " == *" 15 "* ]]; then
     echo "=============== Debian package ==============="
     export SSLR_PACKAGE_WORKDIR=${SSLR_WORKDIR:-/tmp/ssl_renegotiate-build}-package
     WORKDIR=$SSLR_PACKAGE_WORKDIR/test    # where count_results finds the test logs
+    package_start=$SECONDS
     run_counted "Debian package" bash "$SSLR_REPO/scripts/package_test.sh"
+    timings+=("time: Debian package: $(minutes $((SECONDS - package_start)))")
 fi
 
 echo
+printf '%s\n' "${timings[@]}" "time: all: $(minutes "$SECONDS")"
 printf '%s\n' "${summary[@]}"
 echo "$total_passed passed, $total_failed failed"
 [ "$total_failed" -eq 0 ] || exit 1
