@@ -53,6 +53,7 @@ LOGS=${SSLR_FRESH_LOGS:-/var/tmp/ssl_renegotiate-fresh-logs}
 PARENT=${SSLR_FRESH_DIR:-/var/tmp}
 mkdir -p "$LOGS" "$PARENT"
 ROOT=$(mktemp -d "$PARENT/ssl_renegotiate-fresh.XXXXXX")
+chmod 755 "$ROOT"    # it is /, for user postgres too (mktemp made it 700)
 log() { printf '==> fresh_check: %s\n' "$*" >&2; }
 
 # ------------------------------------------------------------ clean-up
