@@ -398,4 +398,23 @@ sslr_renegotiation_at_exit(int64 record_limit)
 						MyProcPid),
 				 errhint("Set ssl_renegotiate.tls12 to \"warn\" for clients that cannot renegotiate."),
 				 errhidestmt(true), errhidecontext(true)));
+	else if (sslr_conn.renegotiation.in_flight && ClientConnectionLost)
+	{
+		/*
+		 * A client that drops the connection on our HelloRequest (pgbouncer)
+		 * is often seen first by one of PostgreSQL's own writes, which logs
+		 * only "connection to client lost": say why, as the FATAL of
+		 * sslr_renegotiation_drive would have.
+		 */
+		sslr_count(&sslr_my_slot->stats.tally.rekey_failures, 1);
+		ereport(LOG_SERVER_ONLY,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("ssl_renegotiate: connection of pid %d lost during a TLS renegotiation",
+						MyProcPid),
+				 errdetail("The client (user \"%s\", application \"%s\") closed the connection or broke off the handshake that ssl_renegotiate.tls12 = \"renegotiate\" started.",
+						   sslr_conn.port->user_name, sslr_application_name()),
+				 errhint("If this client cannot renegotiate, exempt its role with ALTER ROLE %s SET ssl_renegotiate.tls12 = 'warn', or have it use TLS 1.3.",
+						 quote_identifier(sslr_conn.port->user_name)),
+				 errhidestmt(true), errhidecontext(true)));
+	}
 }
