@@ -214,6 +214,8 @@ sslr_renegotiation_drive(void)
 	sslr_count(&sslr_my_slot->stats.tally.rekey_time_us,
 			   INSTR_TIME_GET_MICROSEC(elapsed));
 
+	if (rn->peer_refused || failed)
+		rn->in_flight = false;	/* this attempt is over, and said below */
 	if (rn->peer_refused)
 	{
 		rn->peer_refused = false;	/* said here, not at exit */
@@ -404,9 +406,11 @@ sslr_renegotiation_at_exit(int64 record_limit)
 		 * A client that drops the connection on our HelloRequest (pgbouncer)
 		 * is often seen first by one of PostgreSQL's own writes, which logs
 		 * only "connection to client lost": say why, as the FATAL of
-		 * sslr_renegotiation_drive would have.
+		 * sslr_renegotiation_drive would have.  An attempt whose wait was
+		 * over has been counted as failed already.
 		 */
-		sslr_count(&sslr_my_slot->stats.tally.rekey_failures, 1);
+		if (!sslr_conn.renegotiation.wait_over)
+			sslr_count(&sslr_my_slot->stats.tally.rekey_failures, 1);
 		ereport(LOG_SERVER_ONLY,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("ssl_renegotiate: connection of pid %d lost during a TLS renegotiation",

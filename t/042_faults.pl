@@ -310,6 +310,10 @@ $mon->quit;
 	my $log0 = log_pos();
 	ok(kill('KILL', $victim_pid), "$what: backend $victim_pid killed with SIGKILL");
 	$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log0);
+	# poll only once it listens again: a psql that cannot connect exits
+	# before reading its query, and IPC::Run (PostgreSQL 19's harness) dies
+	# of the broken pipe
+	$node->wait_for_log(qr/reinitializing(?s:.*)database system is ready to accept connections/, $log0);
 	ok($node->poll_query_until('postgres', 'SELECT 1', '1'),
 		"$what: the server accepts connections again");
 	my $log = slurp_file($node->logfile, $log0);
