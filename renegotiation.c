@@ -25,6 +25,8 @@
  *	  taken for ours.
  *	- What happens inside OpenSSL's callbacks (the end of the handshake, a
  *	  changed cipher, an alert) is noted and said at the next safe point.
+ *	- The state below is this backend's own; policy.c asks whether a
+ *	  renegotiation is in flight (sslr_renegotiation_in_flight).
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -33,7 +35,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
-#include "port/atomics.h"
+#include "portability/instr_time.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -45,7 +47,28 @@
 #include <openssl/tls1.h>
 
 #include "compat.h"
-#include "ssl_renegotiate.h"
+#include "renegotiation.h"
+#include "slots.h"
+#include "thresholds.h"
+
+/* This connection's renegotiations. */
+typedef struct SslrRenegotiationState
+{
+	Port	   *port;			/* the connection, once set up (TLS 1.2) */
+	SSL		   *ssl;
+	uint64		window_options; /* options lifted while ours runs */
+	bool		in_flight;
+	int			finished_seen;	/* bit 1: ours, bit 2: the client's */
+	bool		wait_over;		/* this attempt waited all it may */
+	TimestampTz deadline;
+	bool		verify_peer_pending;
+	bool		peer_refused;
+	bool		unanswered_pending; /* to be logged */
+	bool		cipher_change_pending;	/* to be logged */
+	char		previous_cipher[SSLR_CIPHER_LEN];
+} SslrRenegotiationState;
+
+static SslrRenegotiationState sslr_renegotiation;
 
 static const char *sslr_application_name(void);
 
@@ -65,8 +88,9 @@ static const char *sslr_application_name(void);
  * keeps both options.
  */
 void
-sslr_renegotiation_setup(SSL *ssl)
+sslr_renegotiation_setup(Port *port)
 {
+	SSL		   *ssl = port->ssl;
 	unsigned char context[SSL_MAX_SID_CTX_LENGTH];
 	int64		start = (int64) MyStartTimestamp;
 	int32		pid = MyProcPid;
@@ -76,10 +100,12 @@ sslr_renegotiation_setup(SSL *ssl)
 	memcpy(context, &pid, sizeof(pid));
 	memcpy(context + sizeof(pid), &start, sizeof(start));
 
-	sslr_conn.renegotiation.window_options = SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_TICKET;
+	sslr_renegotiation.port = port;
+	sslr_renegotiation.ssl = ssl;
+	sslr_renegotiation.window_options = SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_TICKET;
 	ERR_set_mark();
 	if (!SSL_set_session_id_context(ssl, context, sizeof(pid) + sizeof(start)))
-		sslr_conn.renegotiation.window_options = SSL_OP_NO_RENEGOTIATION;	/* full handshakes, then */
+		sslr_renegotiation.window_options = SSL_OP_NO_RENEGOTIATION;	/* full handshakes, then */
 	ERR_pop_to_mark();
 }
 
@@ -87,7 +113,7 @@ sslr_renegotiation_setup(SSL *ssl)
 bool
 sslr_renegotiation_start(SSL *ssl)
 {
-	SslrRenegotiationState *rn = &sslr_conn.renegotiation;
+	SslrRenegotiationState *rn = &sslr_renegotiation;
 	int			ok;
 
 	/*
@@ -120,11 +146,11 @@ sslr_renegotiation_start(SSL *ssl)
 bool
 sslr_renegotiation_now(bool may_block)
 {
-	if (!sslr_renegotiation_start(sslr_conn.ssl))
+	if (!sslr_renegotiation_start(sslr_renegotiation.ssl))
 		return false;
 
 	ERR_set_mark();
-	(void) SSL_do_handshake(sslr_conn.ssl); /* sends the HelloRequest */
+	(void) SSL_do_handshake(sslr_renegotiation.ssl); /* sends the HelloRequest */
 	ERR_pop_to_mark();
 
 	if (may_block)
@@ -151,7 +177,7 @@ sslr_renegotiation_now(bool may_block)
 void
 sslr_renegotiation_drive(void)
 {
-	SslrRenegotiationState *rn = &sslr_conn.renegotiation;
+	SslrRenegotiationState *rn = &sslr_renegotiation;
 	instr_time	start;
 	instr_time	elapsed;
 	bool		failed = false;
@@ -173,8 +199,8 @@ sslr_renegotiation_drive(void)
 		long		remaining;
 
 		ERR_clear_error();
-		r = SSL_peek(sslr_conn.ssl, &peek, 1);
-		err = SSL_get_error(sslr_conn.ssl, r);
+		r = SSL_peek(sslr_renegotiation.ssl, &peek, 1);
+		err = SSL_get_error(sslr_renegotiation.ssl, r);
 		if (err == SSL_ERROR_SSL || err == SSL_ERROR_SYSCALL)
 			ecode = ERR_peek_last_error();
 		ERR_clear_error();
@@ -202,7 +228,7 @@ sslr_renegotiation_drive(void)
 			break;
 		}
 		if (WaitLatchOrSocket(MyLatch, waitfor | WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							  sslr_conn.port->sock, remaining, WAIT_EVENT_SSL_OPEN_SERVER) & WL_LATCH_SET)
+							  sslr_renegotiation.port->sock, remaining, WAIT_EVENT_SSL_OPEN_SERVER) & WL_LATCH_SET)
 		{
 			ResetLatch(MyLatch);
 			CHECK_FOR_INTERRUPTS();
@@ -221,9 +247,9 @@ sslr_renegotiation_drive(void)
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("client refused TLS renegotiation"),
 				 errdetail("ssl_renegotiate.tls12 is \"renegotiate\" and the client (user \"%s\", application \"%s\") answered with a no_renegotiation alert.",
-						   sslr_conn.port->user_name, sslr_application_name()),
+						   sslr_renegotiation.port->user_name, sslr_application_name()),
 				 errhint("This client cannot renegotiate. Exempt its role with ALTER ROLE %s SET ssl_renegotiate.tls12 = 'warn', or have it use TLS 1.3.",
-						 quote_identifier(sslr_conn.port->user_name))));
+						 quote_identifier(sslr_renegotiation.port->user_name))));
 	}
 	if (failed)
 	{
@@ -235,10 +261,24 @@ sslr_renegotiation_drive(void)
 				 errmsg("TLS renegotiation failed: %s",
 						reason ? reason : "connection lost"),
 				 errdetail("The client (user \"%s\", application \"%s\") closed the connection or broke off the handshake that ssl_renegotiate.tls12 = \"renegotiate\" started.",
-						   sslr_conn.port->user_name, sslr_application_name()),
+						   sslr_renegotiation.port->user_name, sslr_application_name()),
 				 errhint("If this client cannot renegotiate, exempt its role with ALTER ROLE %s SET ssl_renegotiate.tls12 = 'warn', or have it use TLS 1.3.",
-						 quote_identifier(sslr_conn.port->user_name))));
+						 quote_identifier(sslr_renegotiation.port->user_name))));
 	}
+}
+
+/* Is our renegotiation in flight? */
+bool
+sslr_renegotiation_in_flight(void)
+{
+	return sslr_renegotiation.in_flight;
+}
+
+/* ... and may a blocking safe point still wait for it? */
+bool
+sslr_renegotiation_waiting(void)
+{
+	return sslr_renegotiation.in_flight && !sslr_renegotiation.wait_over;
 }
 
 /* The client's application_name, for messages that name it. */
@@ -255,7 +295,7 @@ sslr_application_name(void)
 bool
 sslr_renegotiation_finished(int write_p, int msg_type)
 {
-	SslrRenegotiationState *rn = &sslr_conn.renegotiation;
+	SslrRenegotiationState *rn = &sslr_renegotiation;
 
 	if (!rn->in_flight || msg_type != SSL3_MT_FINISHED)
 		return false;
@@ -263,7 +303,7 @@ sslr_renegotiation_finished(int write_p, int msg_type)
 	if (rn->finished_seen != 3)
 		return false;
 
-	SSL_set_options(sslr_conn.ssl, rn->window_options);
+	SSL_set_options(sslr_renegotiation.ssl, rn->window_options);
 	rn->in_flight = false;
 	rn->verify_peer_pending = true;
 	sslr_want_safe_point();
@@ -279,13 +319,13 @@ sslr_renegotiation_finished(int write_p, int msg_type)
 void
 sslr_renegotiation_note_cipher(void)
 {
-	SslrRenegotiationState *rn = &sslr_conn.renegotiation;
-	const char *cipher = SSL_get_cipher_name(sslr_conn.ssl);
+	SslrRenegotiationState *rn = &sslr_renegotiation;
+	const char *cipher = SSL_get_cipher_name(sslr_renegotiation.ssl);
 
 	if (strcmp(cipher, sslr_my_slot->cipher) == 0)
 		return;
 	strlcpy(rn->previous_cipher, sslr_my_slot->cipher, sizeof(rn->previous_cipher));
-	sslr_publish_cipher(sslr_conn.ssl);
+	sslr_publish_cipher(sslr_renegotiation.ssl);
 	rn->cipher_change_pending = true;
 	sslr_want_safe_point();
 }
@@ -302,10 +342,10 @@ sslr_renegotiation_alert(int write_p, int level, int description)
 		/* OpenSSL refused a client-initiated renegotiation for us */
 		sslr_count(&sslr_my_slot->stats.tally.peer_renegotiations_refused, 1);
 	}
-	else if (!write_p && sslr_conn.renegotiation.in_flight)
+	else if (!write_p && sslr_renegotiation.in_flight)
 	{
 		/* the client refused ours; OpenSSL ends the connection */
-		sslr_conn.renegotiation.peer_refused = true;
+		sslr_renegotiation.peer_refused = true;
 		sslr_count(&sslr_my_slot->stats.tally.rekey_failures, 1);
 	}
 }
@@ -313,7 +353,7 @@ sslr_renegotiation_alert(int write_p, int level, int description)
 static void
 sslr_verify_peer_unchanged(void)
 {
-	X509	   *now = sslr_get1_peer_certificate(sslr_conn.ssl);
+	X509	   *now = sslr_get1_peer_certificate(sslr_renegotiation.ssl);
 	bool		same;
 
 	/*
@@ -321,7 +361,7 @@ sslr_verify_peer_unchanged(void)
 	 * certificate, so none is fine; a different one is not.
 	 */
 	same = now == NULL ||
-		(sslr_conn.port->peer != NULL && X509_cmp(now, sslr_conn.port->peer) == 0);
+		(sslr_renegotiation.port->peer != NULL && X509_cmp(now, sslr_renegotiation.port->peer) == 0);
 	if (now)
 		X509_free(now);
 	if (!same)
@@ -342,7 +382,7 @@ sslr_log_cipher_change(int64 record_limit)
 				 (long long) record_limit);
 	ereport(LOG_SERVER_ONLY,
 			(errmsg("ssl_renegotiate: TLS renegotiation of pid %d changed the cipher from %s to %s",
-					MyProcPid, sslr_conn.renegotiation.previous_cipher, sslr_my_slot->cipher),
+					MyProcPid, sslr_renegotiation.previous_cipher, sslr_my_slot->cipher),
 			 errdetail("The new cipher's confidentiality limit applies: %s.", limit),
 			 errhidestmt(true), errhidecontext(true)));
 }
@@ -360,7 +400,7 @@ sslr_log_unanswered(void)
 static void
 sslr_log_notes(int64 record_limit)
 {
-	SslrRenegotiationState *rn = &sslr_conn.renegotiation;
+	SslrRenegotiationState *rn = &sslr_renegotiation;
 
 	if (rn->cipher_change_pending)
 	{
@@ -379,9 +419,9 @@ void
 sslr_renegotiation_safe_point(int64 record_limit)
 {
 	sslr_log_notes(record_limit);
-	if (sslr_conn.renegotiation.verify_peer_pending)
+	if (sslr_renegotiation.verify_peer_pending)
 	{
-		sslr_conn.renegotiation.verify_peer_pending = false;
+		sslr_renegotiation.verify_peer_pending = false;
 		sslr_verify_peer_unchanged();
 	}
 }
@@ -391,7 +431,7 @@ void
 sslr_renegotiation_at_exit(int64 record_limit)
 {
 	sslr_log_notes(record_limit);
-	if (sslr_conn.renegotiation.peer_refused)
+	if (sslr_renegotiation.peer_refused)
 		ereport(LOG_SERVER_ONLY,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("ssl_renegotiate: client of pid %d refused TLS renegotiation; OpenSSL ended the connection",
