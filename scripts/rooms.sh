@@ -179,8 +179,22 @@ echo "includes between rooms (from the sources):"
 awk '{ if ($1 in list) list[$1] = list[$1] ", " $2; else list[$1] = $2 }
      END { for (k in list) print "  " k " -> " list[k] }' <<<"$room_includes" | sort
 
-if order=$(tsort <<<"$room_includes" 2>&1); then
-    echo "order (includes point down): $(echo $order)"
+# tsort's order of a graph ("a b" edges), or the cycles it found, one a line
+order_or_cycles() {
+    local order
+    if order=$(tsort <<<"$1" 2>/dev/null); then
+        echo $order
+        return 0
+    fi
+    tsort <<<"$1" 2>&1 >/dev/null | awk '
+        /input contains a loop/ { if (c != "") print c " -> " first; c = ""; next }
+        { sub(/^tsort: /, ""); if (c == "") { c = first = $0 } else c = c " -> " $0 }
+        END { if (c != "") print c " -> " first }' | sort -u | sed 's/^/    /'
+    return 1
+}
+
+if order=$(order_or_cycles "$room_includes"); then
+    echo "order (includes point down): $order"
 else
     echo "rooms.sh: the includes form a cycle:" >&2
     echo "$order" >&2
@@ -188,8 +202,8 @@ else
 fi
 
 calls=$(awk '$4 == "call" { print $1, $2 }' <<<"$refs" | sort -u)
-if order=$(tsort <<<"${calls:-x x}" 2>&1); then
-    [ -z "$calls" ] || echo "order (calls point down): $(echo $order)"
+if order=$(order_or_cycles "${calls:-x x}"); then
+    [ -z "$calls" ] || echo "order (calls point down): $order"
 else
     echo "rooms.sh: the calls form a cycle:" >&2
     echo "$order" >&2
