@@ -5,13 +5,20 @@ OBJS = \
 	$(WIN32RES) \
 	accounting.o \
 	ending.o \
+	handshake.o \
+	interval.o \
+	key_limits.o \
 	keyupdate.o \
 	policy.o \
 	renegotiation.o \
 	sendpoint.o \
-	shmem.o \
+	settings.o \
+	slots.o \
 	sql_api.o \
-	ssl_renegotiate.o
+	ssl_renegotiate.o \
+	statsfile.o \
+	thresholds.o \
+	totals.o
 
 EXTENSION = ssl_renegotiate
 DATA = ssl_renegotiate--1.0.sql ssl_renegotiate--1.0--1.1.sql
@@ -53,13 +60,16 @@ installcheck-not-preloaded:
 	$(pg_regress_installcheck) --temp-instance=./tmp_check_not_preloaded \
 		--outputdir=./not_preloaded $(REGRESS_NOT_PRELOADED)
 
-# Static analysis: cppcheck and clang-tidy must be silent on our C.
+# Static analysis: the rooms and their includes (scripts/rooms.sh, which
+# first checks itself on planted breakage), then cppcheck and clang-tidy,
+# which must be silent on our C.
 C_SOURCES = $(patsubst %.o,%.c,$(filter %.o,$(OBJS)))
 # The include directories PostgreSQL was configured with (an OpenSSL of its
 # own: scripts/pg_build.sh MAJOR SERIES), as system headers, so that
 # clang-tidy reads the OpenSSL the build compiles against.
 CONFIGURED_INCLUDES = $(patsubst -I%,-isystem %,$(filter -I%,$(shell $(PG_CONFIG) --cppflags)))
 lint: $(filter %.o,$(OBJS))
+	bash $(srcdir)/scripts/rooms.sh --self-test
 	bash $(srcdir)/scripts/rooms.sh $(filter %.o,$(OBJS))
 	cppcheck --error-exitcode=1 --enable=warning,performance,portability \
 		--std=c99 --quiet --inline-suppr --suppress=missingIncludeSystem --suppress=toomanyconfigs \

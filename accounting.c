@@ -16,21 +16,21 @@
  * index is one of SSL_CTX instead, whose every SSL starts with the
  * callback (compat.h).  That needs no hook of PostgreSQL's: PostgreSQL 19
  * creates connections from a context the openssl_tls_init_hook never sees,
- * and sets its own client-hello callback.  SSL objects that are not this backend's connection (libpq
- * connections of postgres_fdw or dblink) drop the callback at their first
- * record.
+ * and sets its own client-hello callback.  SSL objects that are not this
+ * backend's connection (libpq connections of postgres_fdw or dblink) drop
+ * the callback at their first record.
  *
  * Two callbacks: the early one adds each record to the shared early sums
- * too (shmem.c), because a backend may leave before authentication by
+ * too (slots.c), because a backend may leave before authentication by
  * _exit(), with no chance to report.  Once the connection is authenticated
  * and has its shared slot, it switches to the plain one.
  *
  * Invariants of this file:
  *	- The per-record path does no locking, no allocation, no logging and no
  *	  OpenSSL call: four additions under the slot's change count, a
- *	  comparison with policy.c's thresholds, and one with the count of
- *	  operator requests (before authentication, instead, a few atomic
- *	  additions).
+ *	  comparison with the thresholds (thresholds.h), and one with the
+ *	  count of operator requests (before authentication, instead, a few
+ *	  atomic additions).
  *	- Anything more (a threshold crossed, a KeyUpdate, a handshake message)
  *	  is handed to policy.c, an alert to renegotiation.c; rare by design.
  *
@@ -44,11 +44,15 @@
 #include "miscadmin.h"
 #include "port/atomics.h"
 
-#include "compat.h"
-#include "ssl_renegotiate.h"
-
 #include <openssl/ssl.h>
 #include <openssl/tls1.h>
+
+#include "accounting.h"
+#include "compat.h"
+#include "policy.h"
+#include "renegotiation.h"
+#include "slots.h"
+#include "thresholds.h"
 
 #define SSLR_RECORD_HEADER_LEN 5
 

@@ -32,7 +32,35 @@
 
 #include <openssl/ssl.h>
 
-#include "ssl_renegotiate.h"
+#include "ending.h"
+#include "settings.h"
+#include "slots.h"
+#include "thresholds.h"
+
+/* what the inbound path decided and could not do */
+#define SSLR_LOG_QUEUE 16
+
+typedef struct SslrRekeyLog
+{
+	SslrDirection dir;
+	bool		peer_initiated;
+	int64		bytes_under_old_key;
+	int64		duration_us;
+} SslrRekeyLog;
+
+typedef struct SslrEndingState
+{
+	bool		attached;		/* policy.c's exit callback calls ours */
+	SslrRekeyLog log_queue[SSLR_LOG_QUEUE];
+	int			log_queued;
+	int64		log_dropped;
+	bool		skipped_pending;	/* "carry on" to be logged */
+	bool		request_log_pending;	/* an operator request, to be logged */
+	SslrEndReason deferred;
+	int64		deferred_amount;
+} SslrEndingState;
+
+static SslrEndingState sslr_ending;
 
 static void sslr_log_deferred_termination(void);
 
@@ -41,6 +69,16 @@ static void
 sslr_termination_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
 {
 	sslr_log_deferred_termination();
+}
+
+/*
+ * The connection is authenticated: from now on policy.c's exit callback
+ * says what this file has to say at exit (sslr_ending_at_exit).
+ */
+void
+sslr_ending_setup(void)
+{
+	sslr_ending.attached = true;
 }
 
 /*
@@ -56,7 +94,7 @@ static void
 sslr_end_connection(SSL *ssl)
 {
 	SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_RECEIVED_SHUTDOWN);
-	if (sslr_conn.ssl == NULL)
+	if (!sslr_ending.attached)
 	{
 		/* before authentication: say it from our own exit callback */
 		on_proc_exit(sslr_termination_at_exit, (Datum) 0);
@@ -74,7 +112,7 @@ sslr_end_connection(SSL *ssl)
 void
 sslr_defer_termination(SSL *ssl, SslrEndReason reason, int64 amount)
 {
-	SslrEndingState *ending = &sslr_conn.ending;
+	SslrEndingState *ending = &sslr_ending;
 
 	if (ending->deferred != SSLR_END_NONE)
 		return;
@@ -116,7 +154,7 @@ sslr_terminate(SslrDirection dir, SslrEndReason reason)
 void
 sslr_limit_skipped(void)
 {
-	sslr_conn.ending.skipped_pending = true;
+	sslr_ending.skipped_pending = true;
 	sslr_want_safe_point();
 	sslr_count(&sslr_my_slot->stats.tally.rekeys_skipped, 1);
 }
@@ -127,7 +165,7 @@ sslr_queue_request_log(void)
 {
 	if (!sslr_log_rekeys)
 		return;
-	sslr_conn.ending.request_log_pending = true;
+	sslr_ending.request_log_pending = true;
 	sslr_want_safe_point();
 }
 
@@ -135,7 +173,7 @@ void
 sslr_queue_rekey_log(SslrDirection dir, bool peer_initiated, int64 bytes,
 					 int64 duration_us)
 {
-	SslrEndingState *ending = &sslr_conn.ending;
+	SslrEndingState *ending = &sslr_ending;
 	SslrRekeyLog *entry;
 
 	if (!sslr_log_rekeys)
@@ -156,7 +194,7 @@ sslr_queue_rekey_log(SslrDirection dir, bool peer_initiated, int64 bytes,
 static void
 sslr_flush_rekey_logs(void)
 {
-	SslrEndingState *ending = &sslr_conn.ending;
+	SslrEndingState *ending = &sslr_ending;
 
 	for (int i = 0; i < ending->log_queued; i++)
 	{
@@ -207,7 +245,7 @@ sslr_log_skipped(void)
 void
 sslr_ending_safe_point(void)
 {
-	SslrEndingState *ending = &sslr_conn.ending;
+	SslrEndingState *ending = &sslr_ending;
 
 	if (ending->log_queued > 0 || ending->log_dropped > 0)
 		sslr_flush_rekey_logs();
@@ -230,7 +268,7 @@ sslr_ending_safe_point(void)
 static void
 sslr_log_deferred_termination(void)
 {
-	SslrEndingState *ending = &sslr_conn.ending;
+	SslrEndingState *ending = &sslr_ending;
 
 	if (ending->deferred == SSLR_END_NONE)
 		return;
@@ -264,7 +302,7 @@ sslr_log_deferred_termination(void)
 void
 sslr_ending_at_exit(void)
 {
-	if (sslr_conn.ending.log_queued > 0 || sslr_conn.ending.log_dropped > 0)
+	if (sslr_ending.log_queued > 0 || sslr_ending.log_dropped > 0)
 		sslr_flush_rekey_logs();
 	sslr_log_deferred_termination();
 }

@@ -20,6 +20,8 @@
  *	  ERR_pop_to_mark around every call).
  *	- Nothing here blocks, allocates or ereports: the request runs inside
  *	  SSL_read, and the rest is measured, counted and returned to policy.c.
+ *	- The state below is this backend's own; what policy.c needs of it (the
+ *	  lag, the count of unasked updates) it gets by asking.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -27,13 +29,34 @@
  */
 #include "postgres.h"
 
-#include "port/atomics.h"
+#include "portability/instr_time.h"
 #include "utils/timestamp.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "ssl_renegotiate.h"
+#include "keyupdate.h"
+#include "settings.h"
+#include "slots.h"
+
+/* This connection's key updates. */
+typedef struct SslrKeyUpdateState
+{
+	/* our one outstanding request to the peer */
+	int64		request_at_bytes;
+	TimestampTz request_time;
+	int64		peer_lag;		/* bytes between our last request and its answer */
+	/* the budget of key updates the peer sends unasked */
+	int64		budget_credit;
+	int64		budget_bytes;
+	TimestampTz budget_time;
+	int64		unasked;
+	/* our own KeyUpdate in progress, for its duration */
+	instr_time	send_start;
+	bool		sending;
+} SslrKeyUpdateState;
+
+static SslrKeyUpdateState sslr_keyupdate;
 
 /* Is this OpenSSL error a "not now, try at the next safe point"? */
 static bool
@@ -46,9 +69,9 @@ sslr_transient_error(unsigned long ecode)
 
 /* Our sending key, at a safe point: rotate it now. */
 SslrAttempt
-sslr_keyupdate_send(void)
+sslr_keyupdate_send(SSL *ssl)
 {
-	SslrKeyUpdateState *ku = &sslr_conn.keyupdate;
+	SslrKeyUpdateState *ku = &sslr_keyupdate;
 	unsigned long ecode = 0;
 	int			ok;
 	instr_time	elapsed;
@@ -57,7 +80,7 @@ sslr_keyupdate_send(void)
 	ku->sending = true;
 
 	ERR_set_mark();
-	ok = SSL_key_update(sslr_conn.ssl, SSL_KEY_UPDATE_NOT_REQUESTED);
+	ok = SSL_key_update(ssl, SSL_KEY_UPDATE_NOT_REQUESTED);
 	if (ok)
 	{
 		/*
@@ -65,7 +88,7 @@ sslr_keyupdate_send(void)
 		 * buffered goes out under the new key.  If the socket is full the
 		 * message stays queued in OpenSSL and the next SSL call sends it.
 		 */
-		(void) SSL_do_handshake(sslr_conn.ssl);
+		(void) SSL_do_handshake(ssl);
 	}
 	else
 		ecode = ERR_peek_last_error();
@@ -90,10 +113,10 @@ sslr_keyupdate_sent_duration(void)
 {
 	instr_time	elapsed;
 
-	if (!sslr_conn.keyupdate.sending)
+	if (!sslr_keyupdate.sending)
 		return 0;
 	INSTR_TIME_SET_CURRENT(elapsed);
-	INSTR_TIME_SUBTRACT(elapsed, sslr_conn.keyupdate.send_start);
+	INSTR_TIME_SUBTRACT(elapsed, sslr_keyupdate.send_start);
 	return INSTR_TIME_GET_MICROSEC(elapsed);
 }
 
@@ -112,8 +135,8 @@ sslr_keyupdate_request(SSL *ssl)
 
 	if (!ok)
 		return sslr_transient_error(ecode) ? SSLR_ATTEMPT_RETRY : SSLR_ATTEMPT_FAILED;
-	sslr_conn.keyupdate.request_at_bytes = sslr_my_slot->stats.tally.bytes[SSLR_RECEIVED];
-	sslr_conn.keyupdate.request_time = GetCurrentTimestamp();
+	sslr_keyupdate.request_at_bytes = sslr_my_slot->stats.tally.bytes[SSLR_RECEIVED];
+	sslr_keyupdate.request_time = GetCurrentTimestamp();
 	sslr_publish_rekey_pending(true);
 	return SSLR_ATTEMPT_DONE;
 }
@@ -125,11 +148,21 @@ sslr_keyupdate_request(SSL *ssl)
 int64
 sslr_keyupdate_answered(TimestampTz now)
 {
-	SslrKeyUpdateState *ku = &sslr_conn.keyupdate;
+	SslrKeyUpdateState *ku = &sslr_keyupdate;
 
 	ku->peer_lag = sslr_my_slot->stats.tally.bytes[SSLR_RECEIVED] - ku->request_at_bytes;
 	sslr_publish_rekey_pending(false);
 	return now - ku->request_time;
+}
+
+/*
+ * Bytes the peer sent between our last request and its answer: policy.c
+ * asks that much before the limit.
+ */
+int64
+sslr_keyupdate_peer_lag(void)
+{
+	return sslr_keyupdate.peer_lag;
 }
 
 /*
@@ -145,7 +178,7 @@ sslr_keyupdate_answered(TimestampTz now)
 bool
 sslr_keyupdate_unasked_allowed(TimestampTz now)
 {
-	SslrKeyUpdateState *ku = &sslr_conn.keyupdate;
+	SslrKeyUpdateState *ku = &sslr_keyupdate;
 	int64		capacity = (int64) sslr_max_peer_key_updates * SSLR_PEER_UPDATE_BYTES;
 	int64		received = sslr_my_slot->stats.tally.bytes[SSLR_RECEIVED];
 
@@ -171,4 +204,11 @@ sslr_keyupdate_unasked_allowed(TimestampTz now)
 		return false;
 	ku->budget_credit -= SSLR_PEER_UPDATE_BYTES;
 	return true;
+}
+
+/* Key updates the peer sent unasked so far. */
+int64
+sslr_keyupdate_unasked(void)
+{
+	return sslr_keyupdate.unasked;
 }

@@ -10,24 +10,22 @@
  * its own clock.  A direction that carries more than
  * ssl_renegotiate.hard_limit under one key ends the connection.
  *
- * The hot paths compare the counters of the current key with
- * sslr_attention_bytes/records; sslr_recompute sets them whenever something
+ * The hot paths compare the counters of the current key with the
+ * thresholds (thresholds.h); sslr_recompute sets them whenever something
  * they depend on changes (a rotation, a setting, the interval timer, a safe
  * point that has work to do), so that everything else happens only when a
  * comparison fires.
  *
  * This file decides; keyupdate.c, renegotiation.c and ending.c act, and
- * report back by their return values only.
+ * report back by their return values (or ask for a safe point, which is
+ * only a flag).  The limits come from key_limits.c, the keys' age from
+ * interval.c.
  *
  * Invariants:
  *	- On the inbound record path (inside SSL_read) only what sets flags:
  *	  a KeyUpdate request, the start of a renegotiation, ending the
  *	  connection by a flag; no ereport, no allocation.
- *	- The interval timer's handler only sets flags and zeroes thresholds.
- *	- PostgreSQL's error recovery disarms every timeout; it also resets the
- *	  communication layer, which sendpoint.c reports here
- *	  (sslr_policy_comm_reset), and the timer is set again at the next
- *	  safe point.
+ *	- The state below is this backend's own: no other backend reads it.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -37,94 +35,51 @@
 
 #include "miscadmin.h"
 #include "port/atomics.h"
-#include "replication/walsender.h"
 #include "storage/ipc.h"
-#include "utils/timeout.h"
 #include "utils/timestamp.h"
 
-#include <openssl/objects.h>
 #include <openssl/ssl.h>
 #include <openssl/tls1.h>
 
-#include "compat.h"
-#include "ssl_renegotiate.h"
+#include "ending.h"
+#include "handshake.h"
+#include "interval.h"
+#include "key_limits.h"
+#include "keyupdate.h"
+#include "policy.h"
+#include "renegotiation.h"
+#include "settings.h"
+#include "slots.h"
+#include "thresholds.h"
 
-/*
- * Confidentiality limits in records per key, with a margin: RFC 8446 5.5
- * gives 2^24.5 full-size records for AES-GCM; RFC 9147 4.5.3 gives 2^23.5
- * for AES-CCM.  ChaCha20-Poly1305 has no practical limit.  Ciphers we do not
- * know get the smallest limit.
- */
-#define SSLR_GCM_RECORD_LIMIT	(INT64CONST(1) << 24)
-#define SSLR_CCM_RECORD_LIMIT	(INT64CONST(1) << 23)
+/* One connection's rotation policy. */
+typedef struct SslrPolicyState
+{
+	Port	   *port;			/* NULL until authenticated */
+	SSL		   *ssl;
+	bool		userid_pending;
+	bool		tls13;
+	int64		cipher_record_limit;	/* records per key, of the cipher in force */
+	bool		rotation_blocked[SSLR_NDIRECTIONS]; /* failed: wait for a new key */
+	bool		requested[SSLR_NDIRECTIONS];	/* an operator asked for a new key */
+	bool		tls12_warned;	/* "warn" said its line */
+} SslrPolicyState;
 
-SslrConn	sslr_conn = {
-	.policy = {.cipher_record_limit = SSLR_NO_LIMIT,.timeout_id = MAX_TIMEOUTS}
-};
-
-volatile int64 sslr_attention_bytes[SSLR_NDIRECTIONS] = {SSLR_NO_LIMIT, SSLR_NO_LIMIT};
-volatile int64 sslr_attention_records[SSLR_NDIRECTIONS] = {SSLR_NO_LIMIT, SSLR_NO_LIMIT};
+static SslrPolicyState sslr_policy = {.cipher_record_limit = SSLR_NO_LIMIT};
 
 static void sslr_recompute(void);
-
-/* ---------------------------------------------------------------------
- * Limits
- * ---------------------------------------------------------------------
- */
-static int64
-sslr_byte_limit_bytes(void)
-{
-	return (int64) sslr_byte_limit_kb * 1024;
-}
-
-static int64
-sslr_hard_limit_bytes(void)
-{
-	return (int64) sslr_hard_limit_kb * 1024;
-}
-
-static int64
-sslr_cipher_limit_for(const SSL *ssl)
-{
-	const SSL_CIPHER *cipher = SSL_get_current_cipher(ssl);
-	int			nid;
-
-	if (cipher == NULL)
-		return SSLR_CCM_RECORD_LIMIT;
-	nid = SSL_CIPHER_get_cipher_nid(cipher);
-	if (nid == NID_aes_128_gcm || nid == NID_aes_256_gcm)
-		return SSLR_GCM_RECORD_LIMIT;
-	if (nid == NID_chacha20_poly1305)
-		return SSLR_NO_LIMIT;
-	return SSLR_CCM_RECORD_LIMIT;
-}
-
-/*
- * What a TLS 1.2 limit does on this connection.  A walsender is never
- * renegotiated: it writes without blocking and reads its standby's replies
- * while a write may still be pending, and OpenSSL cannot run a handshake
- * across a pending write (the handshake's first write fails with "bad write
- * retry", and the connection with it).  It carries on as under "warn".
- */
-static SslrTls12Policy
-sslr_tls12_action(void)
-{
-	if (sslr_tls12_policy == SSLR_TLS12_RENEGOTIATE && am_walsender)
-		return SSLR_TLS12_WARN;
-	return (SslrTls12Policy) sslr_tls12_policy;
-}
 
 /* Can this direction try to rotate now? */
 static bool
 sslr_may_rotate(SslrDirection dir)
 {
-	const SslrPolicyState *policy = &sslr_conn.policy;
+	const SslrPolicyState *policy = &sslr_policy;
 
 	if (policy->rotation_blocked[dir])
 		return false;
 	if (policy->tls13)
 		return dir == SSLR_SENT || !sslr_my_slot->stats.rekey_pending;
-	if (sslr_conn.renegotiation.in_flight)
+	if (sslr_renegotiation_in_flight())
 		return false;
 	return !(sslr_tls12_action() == SSLR_TLS12_WARN && policy->tls12_warned);
 }
@@ -134,7 +89,7 @@ static int64
 sslr_rotation_trigger(SslrDirection dir)
 {
 	int64		limit = sslr_byte_limit_bytes();
-	int64		lag = sslr_conn.keyupdate.peer_lag;
+	int64		lag = sslr_keyupdate_peer_lag();
 
 	if (limit <= 0)
 		return SSLR_NO_LIMIT;
@@ -143,7 +98,7 @@ sslr_rotation_trigger(SslrDirection dir)
 	 * A TLS 1.3 peer answers our request only after its own pending writes
 	 * drain; ask that much earlier so its key changes near the limit.
 	 */
-	if (dir == SSLR_RECEIVED && sslr_conn.policy.tls13)
+	if (dir == SSLR_RECEIVED && sslr_policy.tls13)
 		return limit > lag ? limit - lag : 0;
 	return limit;
 }
@@ -154,9 +109,9 @@ sslr_rotation_due(SslrDirection dir)
 	const SslrConnStats *stats = &sslr_my_slot->stats;
 
 	return stats->bytes_under_key[dir] >= sslr_rotation_trigger(dir) ||
-		stats->records_under_key[dir] >= sslr_conn.policy.cipher_record_limit ||
-		sslr_conn.policy.interval_expired[dir] ||
-		sslr_conn.policy.requested[dir];
+		stats->records_under_key[dir] >= sslr_policy.cipher_record_limit ||
+		sslr_interval_expired(dir) ||
+		sslr_policy.requested[dir];
 }
 
 /* The values the hot paths compare with, from everything they depend on. */
@@ -170,24 +125,24 @@ sslr_recompute(void)
 		int64		bytes = hard > 0 ? hard + 1 : SSLR_NO_LIMIT;
 		int64		records = SSLR_NO_LIMIT;
 
-		if (sslr_conn.ssl == NULL)
+		if (sslr_policy.ssl == NULL)
 			bytes = SSLR_NO_LIMIT;
 		else if (sslr_may_rotate(dir))
 		{
 			bytes = Min(bytes, sslr_rotation_trigger(dir));
-			records = sslr_conn.policy.cipher_record_limit;
-			if (sslr_conn.policy.interval_expired[dir] || sslr_conn.policy.requested[dir])
+			records = sslr_policy.cipher_record_limit;
+			if (sslr_interval_expired(dir) || sslr_policy.requested[dir])
 				bytes = 0;
 		}
 		sslr_attention_bytes[dir] = bytes;
 		sslr_attention_records[dir] = records;
 	}
-	if (sslr_conn.safe_point_work)
+	if (sslr_safe_point_work)
 		sslr_attention_bytes[SSLR_SENT] = 0;
 
 	/* the timer may have fired while we computed */
-	if (sslr_conn.policy.interval_due)
-		sslr_attention_bytes[SSLR_SENT] = sslr_attention_bytes[SSLR_RECEIVED] = 0;
+	if (sslr_interval_due())
+		sslr_want_attention();
 }
 
 /*
@@ -197,71 +152,7 @@ sslr_recompute(void)
 void
 sslr_policy_changed(void)
 {
-	sslr_conn.policy.interval_due = true;
-	sslr_attention_bytes[SSLR_SENT] = sslr_attention_bytes[SSLR_RECEIVED] = 0;
-}
-
-/* ---------------------------------------------------------------------
- * Interval timer
- * ---------------------------------------------------------------------
- */
-static void
-sslr_interval_timeout(void)
-{
-	/* signal handler: flags only */
-	sslr_conn.policy.interval_due = true;
-	sslr_attention_bytes[SSLR_SENT] = sslr_attention_bytes[SSLR_RECEIVED] = 0;
-}
-
-/*
- * Find which directions' keys have outlived the interval and arm the timer
- * for the next one to do so.
- */
-static void
-sslr_check_interval(void)
-{
-	SslrPolicyState *policy = &sslr_conn.policy;
-	TimestampTz now;
-	TimestampTz next = 0;
-	int64		interval_ms = (int64) sslr_interval_s * 1000;
-
-	policy->interval_due = false;
-	if (sslr_interval_s <= 0 || policy->timeout_id == MAX_TIMEOUTS)
-	{
-		policy->interval_expired[SSLR_SENT] = policy->interval_expired[SSLR_RECEIVED] = false;
-		if (policy->timeout_id != MAX_TIMEOUTS && get_timeout_active(policy->timeout_id))
-			disable_timeout(policy->timeout_id, false);
-		return;
-	}
-
-	now = GetCurrentTimestamp();
-	for (int dir = 0; dir < SSLR_NDIRECTIONS; dir++)
-	{
-		TimestampTz expiry = TimestampTzPlusMilliseconds(policy->key_since[dir], interval_ms);
-
-		if (expiry <= now)
-			policy->interval_expired[dir] = true;
-		else if (next == 0 || expiry < next)
-			next = expiry;
-	}
-	if (next != 0)
-		enable_timeout_at(policy->timeout_id, next);
-	else if (get_timeout_active(policy->timeout_id))
-		disable_timeout(policy->timeout_id, false);
-}
-
-/*
- * PostgreSQL's error recovery has disarmed every timeout (and then reset
- * the communication layer, which is how we learn of it): look at the
- * clocks, and set the timer again, at the next I/O.
- */
-void
-sslr_policy_comm_reset(void)
-{
-	if (sslr_conn.ssl == NULL || sslr_interval_s <= 0)
-		return;
-	sslr_conn.policy.interval_due = true;
-	sslr_attention_bytes[SSLR_SENT] = sslr_attention_bytes[SSLR_RECEIVED] = 0;
+	sslr_interval_recheck();
 }
 
 /* ---------------------------------------------------------------------
@@ -273,7 +164,7 @@ sslr_policy_comm_reset(void)
 static void
 sslr_request_carried_out(SslrDirection dir)
 {
-	SslrPolicyState *policy = &sslr_conn.policy;
+	SslrPolicyState *policy = &sslr_policy;
 
 	policy->requested[dir] = false;
 	if (!policy->requested[SSLR_SENT] && !policy->requested[SSLR_RECEIVED])
@@ -285,32 +176,16 @@ static void
 sslr_retire_key(SslrDirection dir, TimestampTz now, bool peer_initiated,
 				int64 duration_us)
 {
-	SslrSlot   *slot = sslr_my_slot;
-	SslrConnStats *stats = &slot->stats;
-	int64		bytes = stats->bytes_under_key[dir];
+	int64		bytes;
 
-	sslr_count(&stats->tally.rekeys[dir], 1);
-	SSLR_BEGIN_WRITE(slot);
-	if (bytes > stats->max_bytes_per_key[dir])
-		stats->max_bytes_per_key[dir] = bytes;
-	stats->bytes_under_key[dir] = 0;
-	stats->records_under_key[dir] = 0;
-	stats->last_rekey = now;
-	SSLR_END_WRITE(slot);
+	sslr_count(&sslr_my_slot->stats.tally.rekeys[dir], 1);
+	bytes = sslr_publish_key_retired(dir, now);
 
-	sslr_conn.policy.key_since[dir] = now;
-	sslr_conn.policy.interval_expired[dir] = false;
-	sslr_conn.policy.rotation_blocked[dir] = false;
+	sslr_interval_key_changed(dir, now);
+	sslr_policy.rotation_blocked[dir] = false;
 	sslr_queue_rekey_log(dir, peer_initiated, bytes, duration_us);
-	if (sslr_conn.policy.requested[dir])
+	if (sslr_policy.requested[dir])
 		sslr_request_carried_out(dir);
-
-	/*
-	 * The timer may be off (both keys had outlived the interval) or set for
-	 * the other key: have the next I/O in either direction set it again.
-	 */
-	if (sslr_interval_s > 0)
-		sslr_conn.policy.interval_due = true;
 }
 
 /*
@@ -335,11 +210,11 @@ sslr_key_rotated(SSL *ssl, SslrDirection dir)
 		peer_initiated = true;
 		if (!sslr_keyupdate_unasked_allowed(now))
 			sslr_defer_termination(ssl, SSLR_END_KEY_UPDATE_FLOOD,
-								   sslr_conn.keyupdate.unasked);
+								   sslr_keyupdate_unasked());
 	}
 
 	sslr_retire_key(dir, now, peer_initiated, duration_us);
-	if (sslr_conn.ssl != NULL)
+	if (sslr_policy.ssl != NULL)
 		sslr_recompute();
 }
 
@@ -349,7 +224,7 @@ sslr_handshake_message(int write_p, int msg_type)
 {
 	TimestampTz now;
 
-	if (sslr_conn.ssl == NULL || sslr_conn.policy.tls13 ||
+	if (sslr_policy.ssl == NULL || sslr_policy.tls13 ||
 		!sslr_renegotiation_finished(write_p, msg_type))
 		return;
 
@@ -357,8 +232,8 @@ sslr_handshake_message(int write_p, int msg_type)
 	now = GetCurrentTimestamp();
 	sslr_retire_key(SSLR_SENT, now, false, 0);
 	sslr_retire_key(SSLR_RECEIVED, now, false, 0);
-	sslr_conn.policy.cipher_record_limit = sslr_cipher_limit_for(sslr_conn.ssl);
-	sslr_publish_record_limit(sslr_conn.policy.cipher_record_limit);
+	sslr_policy.cipher_record_limit = sslr_cipher_limit_for(sslr_policy.ssl);
+	sslr_publish_record_limit(sslr_policy.cipher_record_limit);
 	sslr_renegotiation_note_cipher();
 	sslr_recompute();
 }
@@ -371,12 +246,12 @@ sslr_handshake_message(int write_p, int msg_type)
 void
 sslr_rekey_requested(SSL *ssl pg_attribute_unused())
 {
-	SslrPolicyState *policy = &sslr_conn.policy;
+	SslrPolicyState *policy = &sslr_policy;
 	int64		requests = (int64) pg_atomic_read_u64(sslr_my_requests);
 
 	sslr_publish_request(requests, true);
 	sslr_queue_request_log();
-	if (sslr_conn.ssl == NULL)
+	if (sslr_policy.ssl == NULL)
 		return;
 
 	if (!policy->tls13 && sslr_tls12_action() == SSLR_TLS12_WARN)
@@ -399,7 +274,7 @@ static void
 sslr_rotation_failed(SslrDirection dir)
 {
 	sslr_count(&sslr_my_slot->stats.tally.rekey_failures, 1);
-	sslr_conn.policy.rotation_blocked[dir] = true;
+	sslr_policy.rotation_blocked[dir] = true;
 }
 
 /* ---------------------------------------------------------------------
@@ -414,21 +289,21 @@ sslr_receive_attention(SSL *ssl)
 	const SslrConnStats *stats = &sslr_my_slot->stats;
 	int64		hard = sslr_hard_limit_bytes();
 
-	if (sslr_conn.ssl == NULL || ssl != sslr_conn.ssl)
+	if (sslr_policy.ssl == NULL || ssl != sslr_policy.ssl)
 	{
 		/* not yet authenticated: nothing may happen before attach */
 		return;
 	}
 
-	if (sslr_conn.policy.interval_due)
-		sslr_check_interval();
+	if (sslr_interval_due())
+		sslr_interval_check();
 
 	if (hard > 0 && stats->bytes_under_key[SSLR_RECEIVED] > hard)
 		sslr_defer_termination(ssl, SSLR_END_HARD_LIMIT,
 							   stats->bytes_under_key[SSLR_RECEIVED]);
 	else if (sslr_may_rotate(SSLR_RECEIVED) && sslr_rotation_due(SSLR_RECEIVED))
 	{
-		if (sslr_conn.policy.tls13)
+		if (sslr_policy.tls13)
 		{
 			if (sslr_keyupdate_request(ssl) == SSLR_ATTEMPT_FAILED)
 				sslr_rotation_failed(SSLR_RECEIVED);
@@ -442,10 +317,10 @@ sslr_receive_attention(SSL *ssl)
 		}
 		else if (sslr_tls12_action() == SSLR_TLS12_WARN)
 		{
-			sslr_conn.policy.tls12_warned = true;
+			sslr_policy.tls12_warned = true;
 			sslr_limit_skipped();
 		}
-		else if (sslr_conn.policy.requested[SSLR_RECEIVED])
+		else if (sslr_policy.requested[SSLR_RECEIVED])
 			sslr_want_safe_point(); /* end it with a FATAL that says why */
 		else
 			sslr_defer_termination(ssl, SSLR_END_TLS12,
@@ -456,16 +331,16 @@ sslr_receive_attention(SSL *ssl)
 
 /* What waits for a safe point: log lines, the session user, checks. */
 static void
-sslr_safe_point_work(void)
+sslr_do_safe_point_work(void)
 {
-	sslr_conn.safe_point_work = false;
-	if (sslr_conn.userid_pending)
+	sslr_safe_point_work = false;
+	if (sslr_policy.userid_pending)
 	{
-		sslr_conn.userid_pending = !sslr_publish_userid();
-		sslr_conn.safe_point_work |= sslr_conn.userid_pending;
+		sslr_policy.userid_pending = !sslr_publish_userid();
+		sslr_safe_point_work |= sslr_policy.userid_pending;
 	}
 	sslr_ending_safe_point();
-	sslr_renegotiation_safe_point(sslr_conn.policy.cipher_record_limit);
+	sslr_renegotiation_safe_point(sslr_policy.cipher_record_limit);
 }
 
 /*
@@ -480,18 +355,18 @@ sslr_policy_send_point(bool may_block)
 	const SslrConnStats *stats = &sslr_my_slot->stats;
 	int64		hard = sslr_hard_limit_bytes();
 
-	if (sslr_conn.safe_point_work)
-		sslr_safe_point_work();
-	if (sslr_conn.policy.interval_due)
-		sslr_check_interval();
+	if (sslr_safe_point_work)
+		sslr_do_safe_point_work();
+	if (sslr_interval_due())
+		sslr_interval_check();
 
 	if (hard > 0 && stats->bytes_under_key[SSLR_SENT] > hard)
 		sslr_terminate(SSLR_SENT, SSLR_END_HARD_LIMIT);
 	else if (sslr_may_rotate(SSLR_SENT) && sslr_rotation_due(SSLR_SENT))
 	{
-		if (sslr_conn.policy.tls13)
+		if (sslr_policy.tls13)
 		{
-			if (sslr_keyupdate_send() == SSLR_ATTEMPT_FAILED)
+			if (sslr_keyupdate_send(sslr_policy.ssl) == SSLR_ATTEMPT_FAILED)
 				sslr_rotation_failed(SSLR_SENT);
 		}
 		else if (sslr_tls12_action() == SSLR_TLS12_RENEGOTIATE)
@@ -501,21 +376,21 @@ sslr_policy_send_point(bool may_block)
 		}
 		else if (sslr_tls12_action() == SSLR_TLS12_WARN)
 		{
-			sslr_conn.policy.tls12_warned = true;
+			sslr_policy.tls12_warned = true;
 			sslr_limit_skipped();
 		}
 		else
-			sslr_terminate(SSLR_SENT, sslr_conn.policy.requested[SSLR_SENT] ?
+			sslr_terminate(SSLR_SENT, sslr_policy.requested[SSLR_SENT] ?
 						   SSLR_END_TLS12_REQUEST : SSLR_END_TLS12);
 	}
-	if (sslr_conn.safe_point_work)
-		sslr_safe_point_work();
+	if (sslr_safe_point_work)
+		sslr_do_safe_point_work();
 
 	/* one started on the inbound path, or one that was cut short */
-	if (sslr_conn.renegotiation.in_flight && may_block)
+	if (sslr_renegotiation_in_flight() && may_block)
 		sslr_renegotiation_drive();
-	if (sslr_conn.renegotiation.in_flight && !sslr_conn.renegotiation.wait_over)
-		sslr_conn.safe_point_work = true;	/* look again at the next point */
+	if (sslr_renegotiation_waiting())
+		sslr_safe_point_work = true;	/* look again at the next point */
 	sslr_recompute();
 }
 
@@ -530,29 +405,28 @@ void
 sslr_rekey_start(Port *port)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	SslrPolicyState *policy = &sslr_conn.policy;
+	SslrPolicyState *policy = &sslr_policy;
 
-	if (sslr_conn.ssl != NULL)
+	if (sslr_policy.ssl != NULL)
 		return;
 
-	sslr_conn.port = port;
-	sslr_conn.ssl = port->ssl;
+	sslr_policy.port = port;
+	sslr_policy.ssl = port->ssl;
+	sslr_ending_setup();
 	policy->tls13 = SSL_version(port->ssl) >= TLS1_3_VERSION;
 	policy->cipher_record_limit = sslr_cipher_limit_for(port->ssl);
 	sslr_publish_record_limit(policy->cipher_record_limit);
-	policy->key_since[SSLR_SENT] = policy->key_since[SSLR_RECEIVED] = now;
 
 	if (!policy->tls13)
-		sslr_renegotiation_setup(port->ssl);
+		sslr_renegotiation_setup(port);
 
-	sslr_conn.userid_pending = true;
-	sslr_conn.safe_point_work = true;
+	sslr_policy.userid_pending = true;
+	sslr_safe_point_work = true;
 
-	/* registered after shmem.c's detach, so it runs before the slot is folded */
+	/* registered after totals.c's detach, so it runs before the slot is folded */
 	before_shmem_exit(sslr_policy_at_exit, (Datum) 0);
 
-	policy->timeout_id = RegisterTimeout(USER_TIMEOUT, sslr_interval_timeout);
-	sslr_check_interval();
+	sslr_interval_start(now);
 	sslr_recompute();
 }
 
@@ -562,8 +436,8 @@ sslr_policy_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unuse
 {
 	sslr_attention_bytes[SSLR_SENT] = sslr_attention_bytes[SSLR_RECEIVED] = SSLR_NO_LIMIT;
 	sslr_attention_records[SSLR_SENT] = sslr_attention_records[SSLR_RECEIVED] = SSLR_NO_LIMIT;
-	sslr_conn.safe_point_work = false;
+	sslr_safe_point_work = false;
 
 	sslr_ending_at_exit();
-	sslr_renegotiation_at_exit(sslr_conn.policy.cipher_record_limit);
+	sslr_renegotiation_at_exit(sslr_policy.cipher_record_limit);
 }

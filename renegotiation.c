@@ -10,10 +10,8 @@
  * are abbreviated.  A renegotiation is done when both Finished messages
  * have passed.
  *
- * At blocking send points the server drives the handshake itself (in
- * COPY TO it would otherwise never read the ClientHello) and finishes one
- * in flight before it answers, waiting SSLR_RENEGOTIATION_WAIT_MS per
- * attempt at most.
+ * At blocking send points the server drives the handshake itself
+ * (handshake.c).
  *
  * Invariants:
  *	- sslr_renegotiation_start sets flags only, so it may run on the
@@ -25,6 +23,9 @@
  *	  taken for ours.
  *	- What happens inside OpenSSL's callbacks (the end of the handshake, a
  *	  changed cipher, an alert) is noted and said at the next safe point.
+ *	- The state is this backend's own (handshake.c holds it, with the
+ *	  bounded wait for the client's half); policy.c asks whether a
+ *	  renegotiation is in flight (sslr_renegotiation_in_flight).
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -33,24 +34,17 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
-#include "port/atomics.h"
-#include "storage/latch.h"
-#include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/timestamp.h"
-#include "utils/wait_event.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/tls1.h>
 
 #include "compat.h"
-#include "ssl_renegotiate.h"
-
-static const char *sslr_application_name(void);
-
-/* How long the send side waits for a client to take part in renegotiation. */
-#define SSLR_RENEGOTIATION_WAIT_MS 10000
+#include "handshake.h"
+#include "renegotiation.h"
+#include "slots.h"
+#include "thresholds.h"
 
 /*
  * Renegotiations after the first resume the session they created:
@@ -65,8 +59,9 @@ static const char *sslr_application_name(void);
  * keeps both options.
  */
 void
-sslr_renegotiation_setup(SSL *ssl)
+sslr_renegotiation_setup(Port *port)
 {
+	SSL		   *ssl = port->ssl;
 	unsigned char context[SSL_MAX_SID_CTX_LENGTH];
 	int64		start = (int64) MyStartTimestamp;
 	int32		pid = MyProcPid;
@@ -76,10 +71,12 @@ sslr_renegotiation_setup(SSL *ssl)
 	memcpy(context, &pid, sizeof(pid));
 	memcpy(context + sizeof(pid), &start, sizeof(start));
 
-	sslr_conn.renegotiation.window_options = SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_TICKET;
+	sslr_renegotiation.port = port;
+	sslr_renegotiation.ssl = ssl;
+	sslr_renegotiation.window_options = SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_TICKET;
 	ERR_set_mark();
 	if (!SSL_set_session_id_context(ssl, context, sizeof(pid) + sizeof(start)))
-		sslr_conn.renegotiation.window_options = SSL_OP_NO_RENEGOTIATION;	/* full handshakes, then */
+		sslr_renegotiation.window_options = SSL_OP_NO_RENEGOTIATION;	/* full handshakes, then */
 	ERR_pop_to_mark();
 }
 
@@ -87,7 +84,7 @@ sslr_renegotiation_setup(SSL *ssl)
 bool
 sslr_renegotiation_start(SSL *ssl)
 {
-	SslrRenegotiationState *rn = &sslr_conn.renegotiation;
+	SslrRenegotiationState *rn = &sslr_renegotiation;
 	int			ok;
 
 	/*
@@ -120,11 +117,11 @@ sslr_renegotiation_start(SSL *ssl)
 bool
 sslr_renegotiation_now(bool may_block)
 {
-	if (!sslr_renegotiation_start(sslr_conn.ssl))
+	if (!sslr_renegotiation_start(sslr_renegotiation.ssl))
 		return false;
 
 	ERR_set_mark();
-	(void) SSL_do_handshake(sslr_conn.ssl); /* sends the HelloRequest */
+	(void) SSL_do_handshake(sslr_renegotiation.ssl); /* sends the HelloRequest */
 	ERR_pop_to_mark();
 
 	if (may_block)
@@ -132,122 +129,18 @@ sslr_renegotiation_now(bool may_block)
 	return true;
 }
 
-/*
- * At a blocking safe point, with our renegotiation in flight: read the
- * client's handshake ourselves, since during COPY TO nothing else would,
- * and finish it before the next message goes out (a client that answers
- * the HelloRequest late, as JSSE does after COPY IN, would otherwise
- * interleave its next query with its handshake, which OpenSSL rejects).
- * Stop early if application data is waiting (the handshake then finishes
- * in PostgreSQL's own reads).
- *
- * Each attempt waits SSLR_RENEGOTIATION_WAIT_MS in all, however many safe
- * points it spans.  A client may ignore a HelloRequest (RFC 5246 7.4.1.1):
- * once that time is spent the attempt counts as failed and no safe point
- * waits for it again, but the window stays open, so a late answer still
- * completes the renegotiation.  A handshake that fails has killed the
- * connection: say why.
- */
-void
-sslr_renegotiation_drive(void)
+/* Is our renegotiation in flight? */
+bool
+sslr_renegotiation_in_flight(void)
 {
-	SslrRenegotiationState *rn = &sslr_conn.renegotiation;
-	instr_time	start;
-	instr_time	elapsed;
-	bool		failed = false;
-	unsigned long ecode = 0;
-
-	if (rn->wait_over)
-		return;
-
-	INSTR_TIME_SET_CURRENT(start);
-	if (rn->deadline == 0)
-		rn->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												   SSLR_RENEGOTIATION_WAIT_MS);
-	while (rn->in_flight && !rn->peer_refused)
-	{
-		char		peek;
-		int			r;
-		int			err;
-		int			waitfor;
-		long		remaining;
-
-		ERR_clear_error();
-		r = SSL_peek(sslr_conn.ssl, &peek, 1);
-		err = SSL_get_error(sslr_conn.ssl, r);
-		if (err == SSL_ERROR_SSL || err == SSL_ERROR_SYSCALL)
-			ecode = ERR_peek_last_error();
-		ERR_clear_error();
-
-		if (r > 0 || !rn->in_flight)
-			break;
-		if (err == SSL_ERROR_WANT_READ)
-			waitfor = WL_SOCKET_READABLE;
-		else if (err == SSL_ERROR_WANT_WRITE)
-			waitfor = WL_SOCKET_WRITEABLE;
-		else
-		{
-			failed = true;
-			break;
-		}
-
-		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
-													rn->deadline);
-		if (remaining <= 0)
-		{
-			rn->wait_over = true;
-			rn->unanswered_pending = true;
-			sslr_want_safe_point();
-			sslr_count(&sslr_my_slot->stats.tally.rekey_failures, 1);
-			break;
-		}
-		if (WaitLatchOrSocket(MyLatch, waitfor | WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							  sslr_conn.port->sock, remaining, WAIT_EVENT_SSL_OPEN_SERVER) & WL_LATCH_SET)
-		{
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
-		}
-	}
-
-	INSTR_TIME_SET_CURRENT(elapsed);
-	INSTR_TIME_SUBTRACT(elapsed, start);
-	sslr_count(&sslr_my_slot->stats.tally.rekey_time_us,
-			   INSTR_TIME_GET_MICROSEC(elapsed));
-
-	if (rn->peer_refused || failed)
-		rn->in_flight = false;	/* this attempt is over, and said below */
-	if (rn->peer_refused)
-	{
-		rn->peer_refused = false;	/* said here, not at exit */
-		ereport(FATAL,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("client refused TLS renegotiation"),
-				 errdetail("ssl_renegotiate.tls12 is \"renegotiate\" and the client (user \"%s\", application \"%s\") answered with a no_renegotiation alert.",
-						   sslr_conn.port->user_name, sslr_application_name()),
-				 errhint("This client cannot renegotiate. Exempt its role with ALTER ROLE %s SET ssl_renegotiate.tls12 = 'warn', or have it use TLS 1.3.",
-						 quote_identifier(sslr_conn.port->user_name))));
-	}
-	if (failed)
-	{
-		const char *reason = ecode ? ERR_reason_error_string(ecode) : NULL;
-
-		sslr_count(&sslr_my_slot->stats.tally.rekey_failures, 1);
-		ereport(FATAL,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("TLS renegotiation failed: %s",
-						reason ? reason : "connection lost"),
-				 errdetail("The client (user \"%s\", application \"%s\") closed the connection or broke off the handshake that ssl_renegotiate.tls12 = \"renegotiate\" started.",
-						   sslr_conn.port->user_name, sslr_application_name()),
-				 errhint("If this client cannot renegotiate, exempt its role with ALTER ROLE %s SET ssl_renegotiate.tls12 = 'warn', or have it use TLS 1.3.",
-						 quote_identifier(sslr_conn.port->user_name))));
-	}
+	return sslr_renegotiation.in_flight;
 }
 
-/* The client's application_name, for messages that name it. */
-static const char *
-sslr_application_name(void)
+/* ... and may a blocking safe point still wait for it? */
+bool
+sslr_renegotiation_waiting(void)
 {
-	return application_name && application_name[0] ? application_name : "(unset)";
+	return sslr_renegotiation.in_flight && !sslr_renegotiation.wait_over;
 }
 
 /*
@@ -257,7 +150,7 @@ sslr_application_name(void)
 bool
 sslr_renegotiation_finished(int write_p, int msg_type)
 {
-	SslrRenegotiationState *rn = &sslr_conn.renegotiation;
+	SslrRenegotiationState *rn = &sslr_renegotiation;
 
 	if (!rn->in_flight || msg_type != SSL3_MT_FINISHED)
 		return false;
@@ -265,7 +158,7 @@ sslr_renegotiation_finished(int write_p, int msg_type)
 	if (rn->finished_seen != 3)
 		return false;
 
-	SSL_set_options(sslr_conn.ssl, rn->window_options);
+	SSL_set_options(sslr_renegotiation.ssl, rn->window_options);
 	rn->in_flight = false;
 	rn->verify_peer_pending = true;
 	sslr_want_safe_point();
@@ -281,13 +174,13 @@ sslr_renegotiation_finished(int write_p, int msg_type)
 void
 sslr_renegotiation_note_cipher(void)
 {
-	SslrRenegotiationState *rn = &sslr_conn.renegotiation;
-	const char *cipher = SSL_get_cipher_name(sslr_conn.ssl);
+	SslrRenegotiationState *rn = &sslr_renegotiation;
+	const char *cipher = SSL_get_cipher_name(sslr_renegotiation.ssl);
 
 	if (strcmp(cipher, sslr_my_slot->cipher) == 0)
 		return;
 	strlcpy(rn->previous_cipher, sslr_my_slot->cipher, sizeof(rn->previous_cipher));
-	sslr_publish_cipher(sslr_conn.ssl);
+	sslr_publish_cipher(sslr_renegotiation.ssl);
 	rn->cipher_change_pending = true;
 	sslr_want_safe_point();
 }
@@ -304,10 +197,10 @@ sslr_renegotiation_alert(int write_p, int level, int description)
 		/* OpenSSL refused a client-initiated renegotiation for us */
 		sslr_count(&sslr_my_slot->stats.tally.peer_renegotiations_refused, 1);
 	}
-	else if (!write_p && sslr_conn.renegotiation.in_flight)
+	else if (!write_p && sslr_renegotiation.in_flight)
 	{
 		/* the client refused ours; OpenSSL ends the connection */
-		sslr_conn.renegotiation.peer_refused = true;
+		sslr_renegotiation.peer_refused = true;
 		sslr_count(&sslr_my_slot->stats.tally.rekey_failures, 1);
 	}
 }
@@ -315,7 +208,7 @@ sslr_renegotiation_alert(int write_p, int level, int description)
 static void
 sslr_verify_peer_unchanged(void)
 {
-	X509	   *now = sslr_get1_peer_certificate(sslr_conn.ssl);
+	X509	   *now = sslr_get1_peer_certificate(sslr_renegotiation.ssl);
 	bool		same;
 
 	/*
@@ -323,7 +216,7 @@ sslr_verify_peer_unchanged(void)
 	 * certificate, so none is fine; a different one is not.
 	 */
 	same = now == NULL ||
-		(sslr_conn.port->peer != NULL && X509_cmp(now, sslr_conn.port->peer) == 0);
+		(sslr_renegotiation.port->peer != NULL && X509_cmp(now, sslr_renegotiation.port->peer) == 0);
 	if (now)
 		X509_free(now);
 	if (!same)
@@ -344,7 +237,7 @@ sslr_log_cipher_change(int64 record_limit)
 				 (long long) record_limit);
 	ereport(LOG_SERVER_ONLY,
 			(errmsg("ssl_renegotiate: TLS renegotiation of pid %d changed the cipher from %s to %s",
-					MyProcPid, sslr_conn.renegotiation.previous_cipher, sslr_my_slot->cipher),
+					MyProcPid, sslr_renegotiation.previous_cipher, sslr_my_slot->cipher),
 			 errdetail("The new cipher's confidentiality limit applies: %s.", limit),
 			 errhidestmt(true), errhidecontext(true)));
 }
@@ -362,7 +255,7 @@ sslr_log_unanswered(void)
 static void
 sslr_log_notes(int64 record_limit)
 {
-	SslrRenegotiationState *rn = &sslr_conn.renegotiation;
+	SslrRenegotiationState *rn = &sslr_renegotiation;
 
 	if (rn->cipher_change_pending)
 	{
@@ -381,9 +274,9 @@ void
 sslr_renegotiation_safe_point(int64 record_limit)
 {
 	sslr_log_notes(record_limit);
-	if (sslr_conn.renegotiation.verify_peer_pending)
+	if (sslr_renegotiation.verify_peer_pending)
 	{
-		sslr_conn.renegotiation.verify_peer_pending = false;
+		sslr_renegotiation.verify_peer_pending = false;
 		sslr_verify_peer_unchanged();
 	}
 }
@@ -393,32 +286,13 @@ void
 sslr_renegotiation_at_exit(int64 record_limit)
 {
 	sslr_log_notes(record_limit);
-	if (sslr_conn.renegotiation.peer_refused)
+	if (sslr_renegotiation.peer_refused)
 		ereport(LOG_SERVER_ONLY,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("ssl_renegotiate: client of pid %d refused TLS renegotiation; OpenSSL ended the connection",
 						MyProcPid),
 				 errhint("Set ssl_renegotiate.tls12 to \"warn\" for clients that cannot renegotiate."),
 				 errhidestmt(true), errhidecontext(true)));
-	else if (sslr_conn.renegotiation.in_flight && ClientConnectionLost)
-	{
-		/*
-		 * A client that drops the connection on our HelloRequest (pgbouncer)
-		 * is often seen first by one of PostgreSQL's own writes, which logs
-		 * only "connection to client lost": say why, as the FATAL of
-		 * sslr_renegotiation_drive would have.  An attempt whose wait was
-		 * over has been counted as failed already.
-		 */
-		if (!sslr_conn.renegotiation.wait_over)
-			sslr_count(&sslr_my_slot->stats.tally.rekey_failures, 1);
-		ereport(LOG_SERVER_ONLY,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("ssl_renegotiate: connection of pid %d lost during a TLS renegotiation",
-						MyProcPid),
-				 errdetail("The client (user \"%s\", application \"%s\") closed the connection or broke off the handshake that ssl_renegotiate.tls12 = \"renegotiate\" started.",
-						   sslr_conn.port->user_name, sslr_application_name()),
-				 errhint("If this client cannot renegotiate, exempt its role with ALTER ROLE %s SET ssl_renegotiate.tls12 = 'warn', or have it use TLS 1.3.",
-						 quote_identifier(sslr_conn.port->user_name)),
-				 errhidestmt(true), errhidecontext(true)));
-	}
+	else
+		sslr_renegotiation_lost_at_exit();
 }

@@ -23,7 +23,7 @@
  *	- Safe points do not nest, and do nothing once the backend exits.
  *	- What sends nothing (is_send_pending) is left as it was; comm_reset,
  *	  which PostgreSQL's error recovery calls after disarming every timeout,
- *	  is reported to policy.c.
+ *	  is reported to interval.c.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -36,7 +36,23 @@
 #include "port/atomics.h"
 #include "storage/ipc.h"
 
-#include "ssl_renegotiate.h"
+#include "interval.h"
+#include "policy.h"
+#include "sendpoint.h"
+#include "slots.h"
+#include "thresholds.h"
+
+/* The wrapped PqCommMethods of this connection. */
+typedef struct SslrSendPointState
+{
+	bool		installed;
+	PQcommMethods prev;			/* what we wrapped, copied */
+	PQcommMethods comm;
+	bool		busy;			/* inside a safe point: no nesting */
+	bool		in_noblock;		/* inside PostgreSQL's putmessage_noblock */
+} SslrSendPointState;
+
+static SslrSendPointState sslr_sendpoint;
 
 /* The one comparison of the fast path, and the lost connection. */
 static inline bool
@@ -49,7 +65,7 @@ sslr_send_attention(void)
 static void
 sslr_send_point(bool may_block)
 {
-	SslrSendPointState *sp = &sslr_conn.sendpoint;
+	SslrSendPointState *sp = &sslr_sendpoint;
 
 	if (sp->busy || proc_exit_inprogress)
 		return;
@@ -75,8 +91,8 @@ sslr_flush_slow(bool may_block)
 	if (ClientConnectionLost)
 		return EOF;
 	sslr_send_point(may_block);
-	return may_block ? sslr_conn.sendpoint.prev.flush() :
-		sslr_conn.sendpoint.prev.flush_if_writable();
+	return may_block ? sslr_sendpoint.prev.flush() :
+		sslr_sendpoint.prev.flush_if_writable();
 }
 
 static pg_noinline int
@@ -84,9 +100,9 @@ sslr_putmessage_slow(char msgtype, const char *s, size_t len)
 {
 	if (ClientConnectionLost)
 		return EOF;
-	if (!sslr_conn.sendpoint.in_noblock)
+	if (!sslr_sendpoint.in_noblock)
 		sslr_send_point(true);
-	return sslr_conn.sendpoint.prev.putmessage(msgtype, s, len);
+	return sslr_sendpoint.prev.putmessage(msgtype, s, len);
 }
 
 static int
@@ -94,7 +110,7 @@ sslr_comm_flush(void)
 {
 	if (sslr_send_attention())
 		return sslr_flush_slow(true);
-	return sslr_conn.sendpoint.prev.flush();
+	return sslr_sendpoint.prev.flush();
 }
 
 static int
@@ -102,7 +118,7 @@ sslr_comm_flush_if_writable(void)
 {
 	if (sslr_send_attention())
 		return sslr_flush_slow(false);
-	return sslr_conn.sendpoint.prev.flush_if_writable();
+	return sslr_sendpoint.prev.flush_if_writable();
 }
 
 static int
@@ -110,7 +126,7 @@ sslr_comm_putmessage(char msgtype, const char *s, size_t len)
 {
 	if (sslr_send_attention())
 		return sslr_putmessage_slow(msgtype, s, len);
-	return sslr_conn.sendpoint.prev.putmessage(msgtype, s, len);
+	return sslr_sendpoint.prev.putmessage(msgtype, s, len);
 }
 
 /*
@@ -121,7 +137,7 @@ sslr_comm_putmessage(char msgtype, const char *s, size_t len)
 static void
 sslr_comm_putmessage_noblock(char msgtype, const char *s, size_t len)
 {
-	SslrSendPointState *sp = &sslr_conn.sendpoint;
+	SslrSendPointState *sp = &sslr_sendpoint;
 
 	if (sslr_send_attention())
 	{
@@ -137,16 +153,16 @@ sslr_comm_putmessage_noblock(char msgtype, const char *s, size_t len)
 static void
 sslr_comm_reset(void)
 {
-	sslr_conn.sendpoint.in_noblock = false;
-	sslr_policy_comm_reset();
-	sslr_conn.sendpoint.prev.comm_reset();
+	sslr_sendpoint.in_noblock = false;
+	sslr_interval_comm_reset();
+	sslr_sendpoint.prev.comm_reset();
 }
 
 /* The connection is authenticated: wrap what PostgreSQL sends through. */
 void
 sslr_sendpoint_install(void)
 {
-	SslrSendPointState *sp = &sslr_conn.sendpoint;
+	SslrSendPointState *sp = &sslr_sendpoint;
 
 	if (sp->installed)
 		return;

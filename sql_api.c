@@ -12,6 +12,12 @@
  * before authentication, when a connection has no role yet (README,
  * "Who sees what").
  *
+ * Reading other backends' state, this file takes no lock of its own:
+ * slots are copied with their change-count protocol (sslr_read_slot), the
+ * totals are read and reset under the extension's LWLock (totals.c), and
+ * a request is counted under it held shared (slots.c).  This session's
+ * own slot is read as it is: only this backend writes it.
+ *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
  *-------------------------------------------------------------------------
@@ -31,7 +37,8 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
-#include "ssl_renegotiate.h"
+#include "slots.h"
+#include "totals.h"
 
 PG_FUNCTION_INFO_V1(ssl_renegotiate_activity_1_0);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_activity_1_1);
@@ -63,7 +70,7 @@ typedef enum SslrApiVersion
 static void
 sslr_require_preload(void)
 {
-	if (!sslr_shmem_ready())
+	if (!sslr_slots_ready())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("ssl_renegotiate must be loaded via shared_preload_libraries"),

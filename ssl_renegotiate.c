@@ -11,12 +11,15 @@
  * OpenSSL callback is set on the server's SSL context.
  *
  * Hooks, each chained to the one it replaces:
- *	- shmem_request_hook / shmem_startup_hook: slots and totals (shmem.c)
+ *	- shmem_request_hook / shmem_startup_hook: slots and totals (slots.c,
+ *	  totals.c), and in the postmaster the totals kept across a clean
+ *	  restart (statsfile.c)
  *	- ClientAuthentication_hook: the TLS connection is up; attach this
  *	  backend's slot, count there, start enforcing and wrap the send
- *	  path (shmem.c, accounting.c, policy.c, sendpoint.c)
+ *	  path (totals.c, accounting.c, policy.c, sendpoint.c)
  * and, with OpenSSL, an ex_data index whose "new" function puts the record
- * callback on every connection (accounting.c).
+ * callback on every connection (accounting.c).  The settings' variables
+ * are in settings.c, below every room that reads them.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -31,18 +34,15 @@
 #include "storage/ipc.h"
 #include "utils/guc.h"
 
-#include "compat.h"
-#include "ssl_renegotiate.h"
+#include "accounting.h"
+#include "policy.h"
+#include "sendpoint.h"
+#include "settings.h"
+#include "slots.h"
+#include "statsfile.h"
+#include "totals.h"
 
 PG_MODULE_MAGIC;
-
-/* settings */
-int			sslr_byte_limit_kb = 512 * 1024;
-int			sslr_interval_s = 0;
-int			sslr_hard_limit_kb = 0;
-int			sslr_tls12_policy = SSLR_TLS12_WARN;
-bool		sslr_log_rekeys = false;
-int			sslr_max_peer_key_updates = 32;
 
 static const struct config_enum_entry sslr_tls12_options[] = {
 	{"renegotiate", SSLR_TLS12_RENEGOTIATE, false},
@@ -63,7 +63,8 @@ sslr_shmem_request_hook(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	sslr_shmem_request();
+	sslr_slots_shmem_request();
+	sslr_totals_shmem_request();
 }
 
 static void
@@ -71,7 +72,9 @@ sslr_shmem_startup_hook(void)
 {
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
-	sslr_shmem_startup();
+	sslr_slots_shmem_startup();
+	sslr_totals_shmem_startup();
+	sslr_statsfile_startup();
 }
 
 /*
@@ -79,7 +82,7 @@ sslr_shmem_startup_hook(void)
  * point where a TLS connection can take its shared slot.  Logins that fail
  * in the authentication method pass here too; those rejected before it
  * (pg_hba "reject", no pg_hba line) and failed handshakes stay counted in
- * the early sums only (see shmem.c).
+ * the early sums only (see slots.c).
  */
 static void
 sslr_client_authentication_hook(Port *port, int status)
@@ -89,7 +92,7 @@ sslr_client_authentication_hook(Port *port, int status)
 
 	if (port->ssl_in_use && port->ssl != NULL)
 	{
-		sslr_attach_slot(port);
+		sslr_totals_attach(port);
 		sslr_accounting_attached(port->ssl);
 		sslr_rekey_start(port);
 		sslr_sendpoint_install();
@@ -117,7 +120,7 @@ sslr_define_settings(void)
 							"Rotates a TLS connection's keys when this much was sent, or received, under one key.",
 							"Each direction is counted on its own. 0 turns byte-based rotation off; cipher limits still apply.",
 							&sslr_byte_limit_kb,
-							512 * 1024, 0, INT_MAX,
+							SSLR_BYTE_LIMIT_KB_DEFAULT, 0, INT_MAX,
 							PGC_SUSET,
 							GUC_UNIT_KB,
 							NULL, sslr_assign_policy_setting, NULL);
@@ -126,7 +129,7 @@ sslr_define_settings(void)
 							"Rotates a TLS connection's keys at its first I/O after they were used this long.",
 							"0 turns time-based rotation off.",
 							&sslr_interval_s,
-							0, 0, INT_MAX / 1000,
+							SSLR_INTERVAL_S_DEFAULT, 0, INT_MAX / 1000,
 							PGC_SUSET,
 							GUC_UNIT_S,
 							NULL, sslr_assign_policy_setting, NULL);
@@ -135,7 +138,7 @@ sslr_define_settings(void)
 							"Ends a TLS connection when more than this was sent, or received, under one key.",
 							"Catches peers that do not rotate their keys when asked. 0 turns it off.",
 							&sslr_hard_limit_kb,
-							0, 0, INT_MAX,
+							SSLR_HARD_LIMIT_KB_DEFAULT, 0, INT_MAX,
 							PGC_SUSET,
 							GUC_UNIT_KB,
 							NULL, sslr_assign_policy_setting, NULL);
@@ -144,7 +147,7 @@ sslr_define_settings(void)
 							 "What a TLS 1.2 connection does when it reaches a rotation limit.",
 							 "\"renegotiate\" starts a server-initiated renegotiation, \"warn\" logs once and goes on, \"terminate\" ends the connection.",
 							 &sslr_tls12_policy,
-							 SSLR_TLS12_WARN,
+							 SSLR_TLS12_DEFAULT,
 							 sslr_tls12_options,
 							 PGC_SUSET,
 							 0,
@@ -154,7 +157,7 @@ sslr_define_settings(void)
 							 "Logs each TLS key rotation.",
 							 NULL,
 							 &sslr_log_rekeys,
-							 false,
+							 SSLR_LOG_REKEYS_DEFAULT,
 							 PGC_SUSET,
 							 0,
 							 NULL, sslr_assign_log_rekeys, NULL);
@@ -163,7 +166,7 @@ sslr_define_settings(void)
 							"Ends a TLS 1.3 connection whose client sends key updates unasked faster than this burst allows.",
 							"A client may send this many at once, and one more for every 16 kB it sends and every second. 0 turns the bound off.",
 							&sslr_max_peer_key_updates,
-							32, 0, INT_MAX,
+							SSLR_MAX_PEER_KEY_UPDATES_DEFAULT, 0, INT_MAX,
 							PGC_SUSET,
 							0,
 							NULL, sslr_assign_policy_setting, NULL);

@@ -1,41 +1,232 @@
 #!/usr/bin/env bash
-# rooms.sh -- the calls between the extension's C files, from their object
-# files, and a check that they form no cycle (README, "Layout").
+# rooms.sh -- the rooms of the extension and the two graphs between them,
+# checked (README, "Layout").  Run by "make lint".
 #
-#   scripts/rooms.sh accounting.o ending.o ...
+#   scripts/rooms.sh [--src DIR] OBJECT...
+#   scripts/rooms.sh --self-test
 #
-# Prints one line "caller.c -> callee.c: function, ..." per pair of files,
-# then the files in an order where every call points down; exits non-zero
-# if the calls form a cycle.  Only functions count (nm type T): the
-# connection state and the thresholds are data, defined in policy.c.
+# A room is a C file and the header of the same name (foo.c, foo.h); a
+# header with no C file of its name (the ground, sslr_types.h; compat.h) is
+# a room of its own that calls nothing.  Two graphs join the rooms:
+#   - includes: the project's own headers that each file #includes, read
+#     from the sources (in DIR, default the directory above this script);
+#   - references: the functions each object file calls, and the data it
+#     reads or writes, in another room's object (nm).
+# It prints both, then fails (exit 1) if
+#   - the includes form a cycle, or the calls do;
+#   - a C file calls a function, or uses data, of another room without
+#     including that room's header itself (so its #include lines are its
+#     list of dependencies);
+#   - a C file has more than SSLR_ROOM_MAX_LINES lines (450).
+# --self-test plants each kind of breakage in a small tree of its own and
+# checks that it is caught.
 set -euo pipefail
 
-[ $# -gt 0 ] || { echo "usage: $0 OBJECT..." >&2; exit 2; }
+MAX_LINES=${SSLR_ROOM_MAX_LINES:-450}
+SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
 
-edges=$(
+usage() { echo "usage: $0 [--src DIR] OBJECT... | --self-test" >&2; exit 2; }
+
+# ---------------------------------------------------------------- self-test
+# A tree of three rooms: ground.h (types), low (a function and a variable)
+# and high (calls low's function, reads its variable); then one variant per
+# kind of breakage.  Each must fail with its own message; the clean tree
+# must pass.
+self_test() {
+    local rc=0
+    t=$(mktemp -d /tmp/sslr-rooms-test.XXXXXX)
+    trap 'rm -rf "$t"' EXIT
+
+    plant() { # variant
+        rm -rf "${t:?}/$1"
+        mkdir "$t/$1"
+        cat >"$t/$1/ground.h" <<'EOF'
+typedef int Count;
+EOF
+        cat >"$t/$1/low.h" <<'EOF'
+#include "ground.h"
+extern Count low_data;
+extern Count low_f(void);
+EOF
+        cat >"$t/$1/low.c" <<'EOF'
+#include "low.h"
+Count low_data;
+Count low_f(void) { return 1; }
+EOF
+        cat >"$t/$1/high.h" <<'EOF'
+#include "ground.h"
+extern Count high_f(void);
+EOF
+        cat >"$t/$1/high.c" <<'EOF'
+#include "high.h"
+#include "low.h"
+Count high_f(void) { return low_f() + low_data; }
+EOF
+    }
+    build() { # variant
+        (cd "$t/$1" && for c in *.c; do cc -c -o "${c%.c}.o" "$c"; done)
+    }
+    expect() { # variant expected-status message-or-empty
+        local out status=0
+        out=$(cd "$t/$1" && bash "$SELF" --src . ./*.o 2>&1) || status=$?
+        if [ "$status" -ne "$2" ] || { [ -n "$3" ] && ! grep -q -- "$3" <<<"$out"; }; then
+            echo "rooms.sh self-test: '$1' gave exit $status, expected $2${3:+ with \"$3\"}:" >&2
+            sed 's/^/    /' <<<"$out" >&2
+            rc=1
+        else
+            echo "rooms.sh self-test: $1: exit $status${3:+, \"$3\"}"
+        fi
+    }
+
+    plant clean
+    build clean
+    expect clean 0 ""
+
+    # low.h includes high.h: an include cycle (no call needs it)
+    plant include-cycle
+    sed -i '1i #include "high.h"' "$t/include-cycle/low.h"
+    build include-cycle
+    expect include-cycle 1 "the includes form a cycle"
+
+    # low calls high, declaring the function itself: a call cycle
+    plant call-cycle
+    cat >"$t/call-cycle/low.c" <<'EOF'
+#include "low.h"
+extern Count high_f(void);
+Count low_data;
+Count low_f(void) { return low_data ? high_f() : 1; }
+EOF
+    build call-cycle
+    expect call-cycle 1 "the calls form a cycle"
+
+    # high calls low without including low.h
+    plant no-include
+    cat >"$t/no-include/high.c" <<'EOF'
+#include "high.h"
+extern Count low_f(void);
+Count high_f(void) { return low_f(); }
+EOF
+    build no-include
+    expect no-include 1 "high.c calls low_f() of low.c without including low.h"
+
+    # high uses low's data without including low.h
+    plant data-no-include
+    cat >"$t/data-no-include/high.c" <<'EOF'
+#include "high.h"
+extern Count low_data;
+Count high_f(void) { return low_data; }
+EOF
+    build data-no-include
+    expect data-no-include 1 "high.c uses low_data of low.c without including low.h"
+
+    return $rc
+}
+
+# ------------------------------------------------------------------- check
+SRC=$(dirname "$(dirname "$SELF")")
+case ${1:-} in
+    --self-test) self_test; exit ;;
+    --src) [ $# -ge 2 ] || usage; SRC=$2; shift 2 ;;
+esac
+[ $# -gt 0 ] || usage
+
+room_of() { local b=${1##*/}; echo "${b%.*}"; }
+
+# references: "caller-room callee-room symbol kind" (kind: call or data),
+# from the object files; a symbol's room is the object that defines it
+refs=$(
     for o in "$@"; do
-        nm --defined-only "$o" | awk -v f="${o%.o}.c" '$2 == "T" { print "D", $3, f }'
+        nm --defined-only "$o" | awk -v r="$(room_of "$o")" '
+            $2 ~ /^[TDBRCGS]$/ { print "D", $3, r, ($2 == "T" ? "call" : "data") }'
     done
     for o in "$@"; do
-        nm --undefined-only "$o" | awk -v f="${o%.o}.c" '{ print "U", $2, f }'
+        nm --undefined-only "$o" | awk -v r="$(room_of "$o")" '{ print "U", $2, r }'
     done
 )
-graph=$(awk '
-    $1 == "D" { def[$2] = $3; next }
-    $1 == "U" && ($2 in def) && def[$2] != $3 {
-        key = $3 " -> " def[$2]
-        if (key in calls)
-            calls[key] = calls[key] ", " $2
-        else
-            calls[key] = $2
-    }
-    END { for (k in calls) print k ": " calls[k] }
-' <<<"$edges" | sort)
+refs=$(awk '
+    $1 == "D" { def[$2] = $3; kind[$2] = $4; next }
+    $1 == "U" && ($2 in def) && def[$2] != $3 { print $3, def[$2], $2, kind[$2] }
+' <<<"$refs" | sort -u)
 
-echo "$graph"
-order=$(awk '{ print $1, $3 }' <<<"${graph//:/ }" | tsort 2>&1) || {
-    echo "rooms.sh: the calls between the C files form a cycle:" >&2
-    echo "$order" >&2
-    exit 1
+# includes: "room included-room", from every C file of an object and
+# every header of the project that one of them reaches
+declare -A seen=()
+queue=()
+for o in "$@"; do queue+=("$(room_of "$o").c"); done
+includes=""
+while [ ${#queue[@]} -gt 0 ]; do
+    f=${queue[0]}
+    queue=("${queue[@]:1}")
+    [ -z "${seen[$f]:-}" ] || continue
+    seen[$f]=1
+    [ -f "$SRC/$f" ] || { echo "rooms.sh: $SRC/$f not found" >&2; exit 2; }
+    for h in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$SRC/$f"); do
+        [ -f "$SRC/$h" ] || continue    # not one of ours
+        includes+="$f $h"$'\n'
+        queue+=("$h")
+    done
+done
+room_includes=$(awk 'NF { sub(/\.[ch]$/, "", $1); sub(/\.h$/, "", $2); if ($1 != $2) print $1, $2 }' \
+    <<<"$includes" | sort -u)
+
+failed=0
+
+echo "calls and data between rooms (from the object files):"
+awk '{ key = $1 ".c -> " $2 ".c"; s = $3 ($4 == "call" ? "()" : "")
+       if (key in list) list[key] = list[key] ", " s; else list[key] = s }
+     END { for (k in list) print "  " k ": " list[k] }' <<<"$refs" | sort
+echo "includes between rooms (from the sources):"
+awk '{ if ($1 in list) list[$1] = list[$1] ", " $2; else list[$1] = $2 }
+     END { for (k in list) print "  " k " -> " list[k] }' <<<"$room_includes" | sort
+
+# tsort's order of a graph ("a b" edges), or the cycles it found, one a line
+order_or_cycles() {
+    local order
+    if order=$(tsort <<<"$1" 2>/dev/null); then
+        echo $order
+        return 0
+    fi
+    tsort <<<"$1" 2>&1 >/dev/null | awk '
+        /input contains a loop/ { if (c != "") print c " -> " first; c = ""; next }
+        { sub(/^tsort: /, ""); if (c == "") { c = first = $0 } else c = c " -> " $0 }
+        END { if (c != "") print c " -> " first }' | sort -u | sed 's/^/    /'
+    return 1
 }
-echo "order (calls point down): $(echo $order)"
+
+if order=$(order_or_cycles "$room_includes"); then
+    echo "order (includes point down): $order"
+else
+    echo "rooms.sh: the includes form a cycle:" >&2
+    echo "$order" >&2
+    failed=1
+fi
+
+calls=$(awk '$4 == "call" { print $1, $2 }' <<<"$refs" | sort -u)
+if order=$(order_or_cycles "${calls:-x x}"); then
+    [ -z "$calls" ] || echo "order (calls point down): $order"
+else
+    echo "rooms.sh: the calls form a cycle:" >&2
+    echo "$order" >&2
+    failed=1
+fi
+
+# each reference needs its own #include in the C file
+while read -r from to sym kind; do
+    [ -n "$from" ] || continue
+    if ! grep -qx "$from.c $to.h" <<<"$includes"; then
+        if [ "$kind" = call ]; then what="calls $sym()"; else what="uses $sym"; fi
+        echo "rooms.sh: $from.c $what of $to.c without including $to.h" >&2
+        failed=1
+    fi
+done <<<"$refs"
+
+for o in "$@"; do
+    c=$SRC/$(room_of "$o").c
+    n=$(wc -l <"$c")
+    if [ "$n" -gt "$MAX_LINES" ]; then
+        echo "rooms.sh: $(room_of "$o").c has $n lines, more than $MAX_LINES" >&2
+        failed=1
+    fi
+done
+
+exit $failed

@@ -1,7 +1,7 @@
 
 # ssl_renegotiate.interval while the server only receives: a long COPY FROM
 # over TLS 1.3 from a client that answers the server's KeyUpdate requests
-# promptly (t/peer/hostile_peer.c, mode copy-answering: it reads without
+# promptly (t/peer/records.c, mode copy-answering: it reads without
 # blocking after each row it sends).
 #
 # What this proves, with interval = 1s and limit = 0 (time only):

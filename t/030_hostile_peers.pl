@@ -1,6 +1,6 @@
 
 # Hostile TLS peers: what the server does with clients that misuse key
-# rotation.  t/peer/hostile_peer.c (compiled here against libssl) speaks
+# rotation.  t/peer/ (hostile_peer, compiled here against libssl) speaks
 # just enough of the PostgreSQL protocol to do what libpq never does.
 #
 # What this proves, on a TLS node with the extension preloaded:

@@ -400,9 +400,11 @@ note "largest sums of rekeys seen in one sample: sent=$max_rekeys{sent} received
 sub shmem
 {
 	my ($n) = @_;
+	# the slots ('ssl_renegotiate') and the totals ('ssl_renegotiate totals')
 	my ($size, $alloc) = split /\|/,
 	  $n->safe_psql('postgres',
-		q{SELECT size, allocated_size FROM pg_shmem_allocations WHERE name = 'ssl_renegotiate'});
+		q{SELECT sum(size), sum(allocated_size) FROM pg_shmem_allocations
+		   WHERE name IN ('ssl_renegotiate', 'ssl_renegotiate totals')});
 	my $mb = $n->safe_psql('postgres',
 		q{SELECT current_setting('max_connections')::int
 		   + CASE WHEN current_setting('server_version_num')::int >= 180000
@@ -423,7 +425,7 @@ $small->stop;
 
 my $per_slot = ($size1 - $size2) / ($mb1 - $mb2);
 my $header   = $size1 - $per_slot * $mb1;
-note "shared memory 'ssl_renegotiate': max_connections=$max_connections (MaxBackends $mb1): size $size1, allocated $alloc1; "
+note "shared memory 'ssl_renegotiate' and 'ssl_renegotiate totals': max_connections=$max_connections (MaxBackends $mb1): size $size1, allocated $alloc1; "
   . "max_connections=100 (MaxBackends $mb2): size $size2, allocated $alloc2; "
   . "=> $per_slot bytes per slot + $header bytes";
 is($size2, $header + $per_slot * $mb2, 'shared memory is linear in MaxBackends');

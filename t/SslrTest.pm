@@ -691,24 +691,25 @@ sub send_key_bound
 
 =item build_hostile_peer()
 
-Compiles t/peer/hostile_peer.c (a misbehaving TLS client, see its header)
-against libssl with -Wall -Wextra -Werror into a temporary directory, as
-one test assertion; bails out if it does not build.  Returns its path.
+Compiles the C files of t/peer/ (hostile_peer, a misbehaving TLS client, see
+t/peer/main.c) against libssl with -Wall -Wextra -Werror into a temporary
+directory, as one test assertion; bails out if it does not build.  Returns
+its path.
 
 =cut
 
 sub build_hostile_peer
 {
-	my $src  = dirname(__FILE__) . '/peer/hostile_peer.c';
+	my @src  = sort glob(dirname(__FILE__) . '/peer/*.c');
 	my $peer = PostgreSQL::Test::Utils::tempdir('hostile') . '/hostile_peer';
 	my ($out, $err) = ('', '');
-	my $ok = IPC::Run::run(
+	my $ok = @src && IPC::Run::run(
 		[
-			'cc', '-O1', '-Wall', '-Wextra', '-Werror', '-o', $peer, $src,
+			'cc', '-O1', '-Wall', '-Wextra', '-Werror', '-o', $peer, @src,
 			_configured_openssl_flags(), '-lssl', '-lcrypto'
 		],
 		'<', \undef, '>', \$out, '2>', \$err);
-	ok($ok && -x $peer, 'hostile_peer.c compiles with -Wall -Wextra -Werror')
+	ok($ok && -x $peer, 'hostile_peer (t/peer/) compiles with -Wall -Wextra -Werror')
 	  or BAIL_OUT("cannot build hostile_peer: $out$err");
 	return $peer;
 }

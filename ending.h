@@ -1,0 +1,38 @@
+/*-------------------------------------------------------------------------
+ *
+ * ending.h
+ *	  Ending a connection at a limit, and the log lines that wait for a
+ *	  safe point.
+ *
+ * Copyright (c) 2026, ssl_renegotiate developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SSLR_ENDING_H
+#define SSLR_ENDING_H
+
+#include <openssl/ssl.h>
+
+#include "sslr_types.h"
+
+/* Why a limit ends a connection. */
+typedef enum SslrEndReason
+{
+	SSLR_END_NONE,
+	SSLR_END_HARD_LIMIT,		/* ssl_renegotiate.hard_limit */
+	SSLR_END_TLS12,				/* ssl_renegotiate.tls12 = terminate */
+	SSLR_END_TLS12_REQUEST,		/* ... and an operator asked for new keys */
+	SSLR_END_KEY_UPDATE_FLOOD	/* ssl_renegotiate.max_peer_key_updates */
+} SslrEndReason;
+
+extern void sslr_ending_setup(void);
+extern void sslr_defer_termination(SSL *ssl, SslrEndReason reason, int64 amount);
+extern void sslr_terminate(SslrDirection dir, SslrEndReason reason);
+extern void sslr_limit_skipped(void);
+extern void sslr_queue_request_log(void);
+extern void sslr_queue_rekey_log(SslrDirection dir, bool peer_initiated,
+								 int64 bytes, int64 duration_us);
+extern void sslr_ending_safe_point(void);
+extern void sslr_ending_at_exit(void);
+
+#endif							/* SSLR_ENDING_H */

@@ -1,0 +1,144 @@
+/*-------------------------------------------------------------------------
+ *
+ * interval.c
+ *	  ssl_renegotiate.interval: each direction's key rotates at its first
+ *	  I/O after it was in use this long, each on its own clock.
+ *
+ * One timer (a USER_TIMEOUT of PostgreSQL's) is armed for the key that
+ * expires first.  When it fires, its handler only sets a flag and zeroes
+ * the thresholds (thresholds.h), so that the next I/O in either direction
+ * reaches policy.c, which calls sslr_interval_check there: that finds the
+ * keys that have outlived the interval and arms the timer again.
+ *
+ * Invariants:
+ *	- The handler runs in a signal handler: flags and thresholds only.
+ *	- PostgreSQL's error recovery disarms every timeout; it also resets the
+ *	  communication layer, which sendpoint.c reports here
+ *	  (sslr_interval_comm_reset), and the timer is set again at the next
+ *	  I/O.
+ *
+ * Copyright (c) 2026, ssl_renegotiate developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "utils/timeout.h"
+#include "utils/timestamp.h"
+
+#include "interval.h"
+#include "settings.h"
+#include "thresholds.h"
+
+static TimeoutId sslr_timeout_id = MAX_TIMEOUTS;	/* none until started */
+
+/* the timer fired, or something else happened: look at the clocks */
+static volatile sig_atomic_t sslr_due = false;
+
+static bool sslr_expired[SSLR_NDIRECTIONS];
+static TimestampTz sslr_key_since[SSLR_NDIRECTIONS];
+
+/*
+ * The timer fired; or a setting changed, or the timer was disarmed: have
+ * the next I/O in either direction look at the clocks.
+ */
+void
+sslr_interval_recheck(void)
+{
+	sslr_due = true;
+	sslr_want_attention();
+}
+
+static void
+sslr_interval_timeout(void)
+{
+	/* signal handler: flags only */
+	sslr_interval_recheck();
+}
+
+/* The connection is authenticated: both keys are new. */
+void
+sslr_interval_start(TimestampTz now)
+{
+	sslr_key_since[SSLR_SENT] = sslr_key_since[SSLR_RECEIVED] = now;
+	sslr_timeout_id = RegisterTimeout(USER_TIMEOUT, sslr_interval_timeout);
+	sslr_interval_check();
+}
+
+/*
+ * One direction has a new key.  The timer may be off (both keys had
+ * outlived the interval) or set for the other key: have the next I/O in
+ * either direction set it again.
+ */
+void
+sslr_interval_key_changed(SslrDirection dir, TimestampTz now)
+{
+	sslr_key_since[dir] = now;
+	sslr_expired[dir] = false;
+	if (sslr_interval_s > 0)
+		sslr_due = true;
+}
+
+bool
+sslr_interval_due(void)
+{
+	return sslr_due;
+}
+
+/* Has this direction's key outlived the interval? */
+bool
+sslr_interval_expired(SslrDirection dir)
+{
+	return sslr_expired[dir];
+}
+
+/*
+ * Find which directions' keys have outlived the interval and arm the timer
+ * for the next one to do so.
+ */
+void
+sslr_interval_check(void)
+{
+	TimestampTz now;
+	TimestampTz next = 0;
+	int64		interval_ms = (int64) sslr_interval_s * 1000;
+
+	sslr_due = false;
+	if (sslr_interval_s <= 0 || sslr_timeout_id == MAX_TIMEOUTS)
+	{
+		sslr_expired[SSLR_SENT] = sslr_expired[SSLR_RECEIVED] = false;
+		if (sslr_timeout_id != MAX_TIMEOUTS && get_timeout_active(sslr_timeout_id))
+			disable_timeout(sslr_timeout_id, false);
+		return;
+	}
+
+	now = GetCurrentTimestamp();
+	for (int dir = 0; dir < SSLR_NDIRECTIONS; dir++)
+	{
+		TimestampTz expiry = TimestampTzPlusMilliseconds(sslr_key_since[dir], interval_ms);
+
+		if (expiry <= now)
+			sslr_expired[dir] = true;
+		else if (next == 0 || expiry < next)
+			next = expiry;
+	}
+	if (next != 0)
+		enable_timeout_at(sslr_timeout_id, next);
+	else if (get_timeout_active(sslr_timeout_id))
+		disable_timeout(sslr_timeout_id, false);
+}
+
+/*
+ * PostgreSQL's error recovery has disarmed every timeout (and then reset
+ * the communication layer, which is how we learn of it): look at the
+ * clocks, and set the timer again, at the next I/O.
+ */
+void
+sslr_interval_comm_reset(void)
+{
+	if (sslr_timeout_id == MAX_TIMEOUTS || sslr_interval_s <= 0)
+		return;
+	sslr_interval_recheck();
+}

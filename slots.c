@@ -1,0 +1,413 @@
+/*-------------------------------------------------------------------------
+ *
+ * slots.c
+ *	  A connection's counts while it lasts: one slot per possible backend in
+ *	  shared memory, and the early sums of connections not yet in one.
+ *
+ * There is one slot per possible backend (MaxBackends), indexed by the
+ * backend's number, so walsenders have slots too.
+ *
+ * Where a connection's counts live:
+ *	- Before authentication (the TLS handshake, the startup packet) a
+ *	  backend counts into a backend-local slot *and*, with atomics, straight
+ *	  into the shared "early" sums: such a backend may have no PGPROC (so no
+ *	  LWLock), and it may leave by _exit() (startup packet timeout, SIGTERM
+ *	  during start-up), which runs no exit callback.  The connection itself
+ *	  is counted there at its first record.
+ *	- From authentication on it counts into its shared slot, which starts
+ *	  with the local counts (totals.c records them as the slot's baseline:
+ *	  that part is in the early sums already).
+ *	- After the slot is freed at exit, later traffic (the closing alert) is
+ *	  counted locally only.
+ *
+ * Locking rules:
+ *	- A slot is written only by the backend that owns it, with no lock: the
+ *	  owner bumps changecount before and after each write (odd means "write
+ *	  in progress"), and readers copy the slot and retry until they saw the
+ *	  same even changecount on both sides of the copy (sslr_read_slot).  The
+ *	  owner is never blocked by a reader.
+ *	- A slot changes hands (pid set or cleared) only under the extension's
+ *	  LWLock held exclusively, which totals.c takes around
+ *	  sslr_take_slot and sslr_free_slot so that the totals see a
+ *	  connection's counts move in one step.
+ *	- The early sums are atomics, added to without any lock.
+ *	- Operator requests (ssl_renegotiate_rekey) are counted by the
+ *	  requesters in an atomic beside the slot, under the lock held shared,
+ *	  so that a request always reaches the backend that was asked.
+ *
+ * Copyright (c) 2026, ssl_renegotiate developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "replication/walsender.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+
+#include "compat.h"
+#include "slots.h"
+
+/* Counts of connections before authentication: see the file header. */
+typedef struct SslrEarly
+{
+	pg_atomic_uint64 connections;
+	pg_atomic_uint64 tally[SSLR_TALLY_FIELDS];
+} SslrEarly;
+
+typedef struct SslrEntry
+{
+	SslrSlot	slot;			/* written by its owner only */
+	pg_atomic_uint64 requests;	/* operator requests, added under the lock */
+} SslrEntry;
+
+typedef struct SslrSlots
+{
+	LWLock	   *lock;
+	SslrEarly	early;
+	SslrEntry	entries[FLEXIBLE_ARRAY_MEMBER];
+} SslrSlots;
+
+static SslrSlots *sslr_slots = NULL;
+
+/* Counts of the handshake, and of the time after detaching. */
+static SslrSlot sslr_local_slot;
+static SslrEntry *sslr_my_entry = NULL;
+
+/* Still before authentication: counts go to the early sums too. */
+static bool sslr_early = true;
+static bool sslr_early_connection_counted = false;
+
+SslrSlot   *sslr_my_slot = &sslr_local_slot;
+
+/* No requests reach a backend before it attaches. */
+static pg_atomic_uint64 sslr_no_requests;
+pg_atomic_uint64 *sslr_my_requests = &sslr_no_requests;
+
+static Size
+sslr_slots_shmem_size(void)
+{
+	return add_size(offsetof(SslrSlots, entries),
+					mul_size(MaxBackends, sizeof(SslrEntry)));
+}
+
+void
+sslr_slots_shmem_request(void)
+{
+	RequestAddinShmemSpace(sslr_slots_shmem_size());
+	RequestNamedLWLockTranche("ssl_renegotiate", 1);
+}
+
+void
+sslr_slots_shmem_startup(void)
+{
+	bool		found;
+
+	pg_atomic_init_u64(&sslr_no_requests, 0);
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	sslr_slots = ShmemInitStruct("ssl_renegotiate", sslr_slots_shmem_size(), &found);
+	if (!found)
+	{
+		memset(sslr_slots, 0, sslr_slots_shmem_size());
+		sslr_slots->lock = &(GetNamedLWLockTranche("ssl_renegotiate"))->lock;
+		pg_atomic_init_u64(&sslr_slots->early.connections, 0);
+		for (int i = 0; i < (int) SSLR_TALLY_FIELDS; i++)
+			pg_atomic_init_u64(&sslr_slots->early.tally[i], 0);
+		for (int i = 0; i < MaxBackends; i++)
+			pg_atomic_init_u64(&sslr_slots->entries[i].requests, 0);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+bool
+sslr_slots_ready(void)
+{
+	return sslr_slots != NULL;
+}
+
+/* Guards slots changing hands, and the totals (totals.c). */
+LWLock *
+sslr_slots_lock(void)
+{
+	return sslr_slots->lock;
+}
+
+int
+sslr_slot_count(void)
+{
+	return MaxBackends;
+}
+
+/* Index of a member of this backend's tally, as in SslrEarly.tally. */
+static inline int
+sslr_tally_field(const int64 *member)
+{
+	const int64 *first = (const int64 *) &sslr_my_slot->stats.tally;
+
+	Assert(member >= first && member < first + SSLR_TALLY_FIELDS);
+	return (int) (member - first);
+}
+
+/*
+ * One record before authentication, already counted in the local slot:
+ * add it to the early sums, and count the connection at its first record.
+ */
+void
+sslr_count_early_record(SslrDirection dir, int64 wire_bytes)
+{
+	SslrEarly  *early;
+
+	if (sslr_slots == NULL || !sslr_early)
+		return;
+	early = &sslr_slots->early;
+	if (!sslr_early_connection_counted)
+	{
+		sslr_early_connection_counted = true;
+		pg_atomic_fetch_add_u64(&early->connections, 1);
+	}
+	pg_atomic_fetch_add_u64(&early->tally[sslr_tally_field(&sslr_local_slot.stats.tally.bytes[dir])],
+							(uint64) wire_bytes);
+	pg_atomic_fetch_add_u64(&early->tally[sslr_tally_field(&sslr_local_slot.stats.tally.records[dir])], 1);
+}
+
+/*
+ * Add to one of this backend's tally counters (a member of
+ * sslr_my_slot->stats.tally); before authentication to the early sums too.
+ */
+void
+sslr_count(int64 *counter, int64 amount)
+{
+	SslrSlot   *slot = sslr_my_slot;
+	int			field = sslr_tally_field(counter);
+
+	SSLR_BEGIN_WRITE(slot);
+	*counter += amount;
+	SSLR_END_WRITE(slot);
+
+	if (sslr_early && sslr_slots != NULL)
+		pg_atomic_fetch_add_u64(&sslr_slots->early.tally[field], (uint64) amount);
+}
+
+/* The early sums, as a tally; returns their connection count. */
+int64
+sslr_read_early(SslrTally *tally)
+{
+	int64	   *t = (int64 *) tally;
+
+	for (int i = 0; i < (int) SSLR_TALLY_FIELDS; i++)
+		t[i] = (int64) pg_atomic_read_u64(&sslr_slots->early.tally[i]);
+	return (int64) pg_atomic_read_u64(&sslr_slots->early.connections);
+}
+
+/* The slot this backend takes when it attaches. */
+int
+sslr_backend_slot_index(void)
+{
+	int			index = SSLR_MY_BACKEND_INDEX;
+
+	if (index < 0 || index >= MaxBackends)
+		elog(ERROR, "ssl_renegotiate: backend index %d out of range", index);
+	return index;
+}
+
+bool
+sslr_slot_attached(void)
+{
+	return sslr_my_entry != NULL;
+}
+
+/*
+ * Take the shared slot at index, carrying over what the handshake counted.
+ * The caller holds the lock exclusively.
+ */
+void
+sslr_take_slot(int index, Port *port)
+{
+	SslrEntry  *entry = &sslr_slots->entries[index];
+
+	Assert(LWLockHeldByMeInMode(sslr_slots->lock, LW_EXCLUSIVE));
+	SSLR_BEGIN_WRITE(&entry->slot);
+	entry->slot.pid = MyProcPid;
+	entry->slot.userid = InvalidOid;	/* not known yet: see sslr_publish_userid */
+	entry->slot.is_walsender = am_walsender;
+	strlcpy(entry->slot.version, SSL_get_version(port->ssl), sizeof(entry->slot.version));
+	strlcpy(entry->slot.cipher, SSL_get_cipher_name(port->ssl), sizeof(entry->slot.cipher));
+	entry->slot.stats = sslr_local_slot.stats;
+	entry->slot.stats.requests_seen = 0;
+	SSLR_END_WRITE(&entry->slot);
+	pg_atomic_write_u64(&entry->requests, 0);
+	sslr_my_entry = entry;
+	sslr_my_slot = &entry->slot;
+	sslr_my_requests = &entry->requests;
+	sslr_early = false;
+}
+
+/*
+ * Free this backend's slot at exit, once its counts are in the totals.
+ * Anything the connection still carries afterwards (the closing alert) is
+ * counted locally only.  The caller holds the lock exclusively.
+ */
+void
+sslr_free_slot(void)
+{
+	SslrEntry  *entry = sslr_my_entry;
+
+	Assert(LWLockHeldByMeInMode(sslr_slots->lock, LW_EXCLUSIVE));
+	sslr_local_slot = entry->slot;
+	sslr_local_slot.stats.requests_seen = 0;
+	sslr_my_slot = &sslr_local_slot;
+	sslr_my_requests = &sslr_no_requests;
+	sslr_my_entry = NULL;
+	SSLR_BEGIN_WRITE(&entry->slot);
+	entry->slot.pid = 0;
+	SSLR_END_WRITE(&entry->slot);
+}
+
+/*
+ * The session user is set after authentication; policy.c calls this from
+ * the next safe points until it is known.  Returns true once published.
+ */
+bool
+sslr_publish_userid(void)
+{
+	SslrSlot   *slot = sslr_my_slot;
+
+	if (slot == &sslr_local_slot || OidIsValid(slot->userid))
+		return true;
+	if (MyProc == NULL || !OidIsValid(MyProc->roleId))
+		return false;
+	SSLR_BEGIN_WRITE(slot);
+	slot->userid = MyProc->roleId;
+	SSLR_END_WRITE(slot);
+	return true;
+}
+
+/*
+ * The protocol version and cipher in force, after a renegotiation changed
+ * them.  Only string copies: this runs inside OpenSSL's callbacks.
+ */
+void
+sslr_publish_cipher(SSL *ssl)
+{
+	SslrSlot   *slot = sslr_my_slot;
+
+	SSLR_BEGIN_WRITE(slot);
+	strlcpy(slot->version, SSL_get_version(ssl), sizeof(slot->version));
+	strlcpy(slot->cipher, SSL_get_cipher_name(ssl), sizeof(slot->cipher));
+	SSLR_END_WRITE(slot);
+}
+
+/* Whether a rotation we asked the peer for is still unanswered. */
+void
+sslr_publish_rekey_pending(bool pending)
+{
+	SslrSlot   *slot = sslr_my_slot;
+
+	SSLR_BEGIN_WRITE(slot);
+	slot->stats.rekey_pending = pending;
+	SSLR_END_WRITE(slot);
+}
+
+void
+sslr_publish_record_limit(int64 record_limit)
+{
+	SslrSlot   *slot = sslr_my_slot;
+
+	SSLR_BEGIN_WRITE(slot);
+	slot->stats.record_limit = record_limit;
+	SSLR_END_WRITE(slot);
+}
+
+/* Operator requests picked up, and whether one is still being carried out. */
+void
+sslr_publish_request(int64 seen, bool pending)
+{
+	SslrSlot   *slot = sslr_my_slot;
+
+	SSLR_BEGIN_WRITE(slot);
+	slot->stats.requests_seen = seen;
+	slot->stats.request_pending = pending;
+	SSLR_END_WRITE(slot);
+}
+
+/*
+ * One direction's key changed: retire the old key's counters.  Returns the
+ * bytes the old key carried.
+ */
+int64
+sslr_publish_key_retired(SslrDirection dir, TimestampTz now)
+{
+	SslrSlot   *slot = sslr_my_slot;
+	SslrConnStats *stats = &slot->stats;
+	int64		bytes = stats->bytes_under_key[dir];
+
+	SSLR_BEGIN_WRITE(slot);
+	if (bytes > stats->max_bytes_per_key[dir])
+		stats->max_bytes_per_key[dir] = bytes;
+	stats->bytes_under_key[dir] = 0;
+	stats->records_under_key[dir] = 0;
+	stats->last_rekey = now;
+	SSLR_END_WRITE(slot);
+	return bytes;
+}
+
+/*
+ * Copy a slot consistently: retry until the copy was not overlapped by a
+ * write of its owner.
+ */
+void
+sslr_read_slot(int index, SslrSlot *copy)
+{
+	volatile SslrSlot *slot = &sslr_slots->entries[index].slot;
+
+	for (;;)
+	{
+		int			before = slot->changecount;
+		int			after;
+
+		pg_read_barrier();
+		memcpy(copy, (const SslrSlot *) slot, sizeof(SslrSlot));
+		pg_read_barrier();
+		after = slot->changecount;
+
+		if (before == after && (before & 1) == 0)
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* Requests made of the backend in slot index so far. */
+int64
+sslr_read_requests(int index)
+{
+	return (int64) pg_atomic_read_u64(&sslr_slots->entries[index].requests);
+}
+
+/*
+ * Ask the TLS backend with this pid to rotate its keys.  Under the lock
+ * held shared, so that the slot cannot change hands meanwhile: a request
+ * reaches the backend that was asked, never the next owner of its slot.
+ * Returns false if no attached TLS backend has this pid.
+ */
+bool
+sslr_request_rekey(int pid)
+{
+	bool		found = false;
+
+	LWLockAcquire(sslr_slots->lock, LW_SHARED);
+	for (int i = 0; i < MaxBackends && !found; i++)
+	{
+		SslrEntry  *entry = &sslr_slots->entries[i];
+
+		if (entry->slot.pid != pid)
+			continue;
+		pg_atomic_fetch_add_u64(&entry->requests, 1);
+		found = true;
+	}
+	LWLockRelease(sslr_slots->lock);
+	return found;
+}

@@ -1,0 +1,105 @@
+/*-------------------------------------------------------------------------
+ *
+ * slots.h
+ *	  A connection's counts while it lasts: its slot in shared memory, the
+ *	  change-count protocol, the early sums, operator requests.
+ *
+ * Copyright (c) 2026, ssl_renegotiate developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SSLR_SLOTS_H
+#define SSLR_SLOTS_H
+
+#include "datatype/timestamp.h"
+#include "libpq/libpq-be.h"
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+
+#include <openssl/ssl.h>
+
+#include "sslr_types.h"
+
+/* Per-connection counters, in the backend's slot. */
+typedef struct SslrConnStats
+{
+	SslrTally	tally;
+	int64		bytes_under_key[SSLR_NDIRECTIONS];
+	int64		records_under_key[SSLR_NDIRECTIONS];
+	int64		max_bytes_per_key[SSLR_NDIRECTIONS];	/* among retired keys */
+	TimestampTz last_rekey;
+	bool		rekey_pending;	/* a rekey we asked the peer for is unanswered */
+	int64		record_limit;	/* records per key of the cipher in force */
+	int64		requests_seen;	/* operator requests picked up */
+	bool		request_pending;	/* ... and not yet carried out both ways */
+} SslrConnStats;
+
+#define SSLR_VERSION_LEN 16
+#define SSLR_CIPHER_LEN 64
+
+/*
+ * One backend's slot.  Written only by its owner, between increments of
+ * changecount (odd while a write is in progress); see slots.c.
+ */
+typedef struct SslrSlot
+{
+	int			changecount;
+	int			pid;			/* 0 when the slot is free */
+	Oid			userid;
+	bool		is_walsender;
+	char		version[SSLR_VERSION_LEN];
+	char		cipher[SSLR_CIPHER_LEN];
+	SslrConnStats stats;
+} SslrSlot;
+
+/*
+ * The slot this backend writes: a backend-local one during the handshake,
+ * the shared one once attached, the local one again after detaching.
+ */
+extern SSLR_HOT_DATA SslrSlot *sslr_my_slot;
+
+/*
+ * Operator requests for this backend's connection (ssl_renegotiate_rekey),
+ * counted by the requesters in shared memory; the record callback compares
+ * it with sslr_my_slot->stats.requests_seen.
+ */
+extern SSLR_HOT_DATA pg_atomic_uint64 *sslr_my_requests;
+
+/* Writer side of the change-count protocol. */
+#define SSLR_BEGIN_WRITE(slot) \
+	do { (slot)->changecount++; pg_write_barrier(); } while (0)
+#define SSLR_END_WRITE(slot) \
+	do { pg_write_barrier(); (slot)->changecount++; } while (0)
+
+/* shared memory */
+extern void sslr_slots_shmem_request(void);
+extern void sslr_slots_shmem_startup(void);
+extern bool sslr_slots_ready(void);
+extern LWLock *sslr_slots_lock(void);
+extern int	sslr_slot_count(void);
+
+/* this backend's counting */
+extern void sslr_count_early_record(SslrDirection dir, int64 wire_bytes);
+extern void sslr_count(int64 *counter, int64 amount);
+extern int64 sslr_read_early(SslrTally *tally);
+
+/* taking and freeing this backend's slot (the caller holds the lock) */
+extern int	sslr_backend_slot_index(void);
+extern bool sslr_slot_attached(void);
+extern void sslr_take_slot(int index, Port *port);
+extern void sslr_free_slot(void);
+
+/* the owner's writes */
+extern bool sslr_publish_userid(void);
+extern void sslr_publish_cipher(SSL *ssl);
+extern void sslr_publish_rekey_pending(bool pending);
+extern void sslr_publish_record_limit(int64 record_limit);
+extern void sslr_publish_request(int64 seen, bool pending);
+extern int64 sslr_publish_key_retired(SslrDirection dir, TimestampTz now);
+
+/* other backends' reads and requests */
+extern void sslr_read_slot(int index, SslrSlot *copy);
+extern int64 sslr_read_requests(int index);
+extern bool sslr_request_rekey(int pid);
+
+#endif							/* SSLR_SLOTS_H */

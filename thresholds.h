@@ -1,0 +1,45 @@
+/*-------------------------------------------------------------------------
+ *
+ * thresholds.h
+ *	  What the hot paths compare with, and how any room asks for a safe
+ *	  point.
+ *
+ * The record callback (accounting.c) and the send points (sendpoint.c)
+ * compare the bytes and records under the current key with these numbers,
+ * and do nothing else unless a comparison fires.  policy.c computes them;
+ * any room may zero one to be looked at sooner, which is all that
+ * sslr_want_safe_point does.  SSLR_NO_LIMIT means never.  The send side
+ * compares bytes only: its record limit is checked by the record callback,
+ * which then zeroes the byte threshold.
+ *
+ * Copyright (c) 2026, ssl_renegotiate developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SSLR_THRESHOLDS_H
+#define SSLR_THRESHOLDS_H
+
+#include "sslr_types.h"
+
+extern SSLR_HOT_DATA volatile int64 sslr_attention_bytes[SSLR_NDIRECTIONS];
+extern SSLR_HOT_DATA volatile int64 sslr_attention_records[SSLR_NDIRECTIONS];
+
+/* Something to do at the next send point: log lines, checks, a handshake. */
+extern bool sslr_safe_point_work;
+
+/* Have the next send point do its slow work. */
+static inline void
+sslr_want_safe_point(void)
+{
+	sslr_safe_point_work = true;
+	sslr_attention_bytes[SSLR_SENT] = 0;
+}
+
+/* Have the next I/O in either direction look further. */
+static inline void
+sslr_want_attention(void)
+{
+	sslr_attention_bytes[SSLR_SENT] = sslr_attention_bytes[SSLR_RECEIVED] = 0;
+}
+
+#endif							/* SSLR_THRESHOLDS_H */
