@@ -35,6 +35,10 @@ die() { printf 'openssl_build.sh: OpenSSL %s: %s\n' "$SERIES" "$*" >&2; exit 1; 
 
 HERE=$(dirname "${BASH_SOURCE[0]}")
 . "$HERE/debsrc.sh"
+# one build of a series at a time: a second caller waits, then finds it cached
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.$SERIES.lock"
+flock -n 9 || { log "waiting for the build under way"; flock 9; }
 sslr_built_before "$MARKER" "$PREFIX/include/openssl/opensslv.h" && { echo "$PREFIX"; exit 0; }
 . "$HERE/packages.sh"
 sslr_install_packages gcc make perl dpkg-dev debian-archive-keyring

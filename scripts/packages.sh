@@ -14,6 +14,8 @@ sslr_install_packages() {
         return 0
     fi
     printf '==> installing missing packages: %s\n' "${missing[*]}" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    # another script of ours (a build ahead of its turn) may hold apt's locks
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+        --no-install-recommends "${missing[@]}" >&2
 }

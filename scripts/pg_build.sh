@@ -76,6 +76,12 @@ PREFIX=$CACHE/$NAME
 MARKER=$PREFIX/.ssl_renegotiate-built
 log() { printf '==> pg_build %s: %s\n' "$NAME" "$*" >&2; }
 
+# One build of a prefix at a time (test.sh builds ahead in the background):
+# a second caller waits, then finds it cached.
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.$NAME.lock"
+flock -n 9 || { log "waiting for the build under way"; flock 9; }
+
 if [ -n "$tree_id" ]; then
     if [ -f "$MARKER" ] && [ -x "$PREFIX/bin/pg_config" ] &&
         [ "$(sed -n 2p "$MARKER")" = "$tree_id" ] && ! sslr_tree_changed_since "$SSLR_PG_SOURCE" "$MARKER"; then

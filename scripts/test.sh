@@ -31,8 +31,10 @@
 # Then, if the cell 15 is among them, scripts/package_test.sh: the Debian
 # package built, linted, installed and tested on its installed files; its
 # line is "Debian package: N passed, N failed".
-# A cell that cannot be built or set up counts as one failure, with the
-# reason; it never silently drops out.  The last line is the total
+# Once the first cell is set up, the PostgreSQL builds of the later cells
+# run ahead in the background, at the lowest priority (SSLR_NO_PREBUILD=1:
+# each in its turn only).  A cell that cannot be built or set up counts as
+# one failure, with the reason; it never silently drops out.  The last line is the total
 # "N passed, N failed"; the exit status is non-zero if anything failed.
 #
 # Counting: pg_regress counts tests (one per sql/ file): "All N tests
@@ -59,7 +61,37 @@ fi
 export SSLR_OPENSSL_CACHE=${SSLR_OPENSSL_CACHE:-/var/cache/ssl_renegotiate/openssl}
 LOG=$(mktemp /tmp/ssl_renegotiate-installcheck.XXXXXX)
 BUILD_ERR=$(mktemp /tmp/ssl_renegotiate-build-err.XXXXXX)
-trap 'rm -f "$LOG" "$BUILD_ERR"' EXIT
+PREBUILD_PID=
+PREBUILD_LOG=$(mktemp /tmp/ssl_renegotiate-prebuild.XXXXXX)
+trap '[ -z "$PREBUILD_PID" ] || kill -- "-$PREBUILD_PID" 2>/dev/null; rm -f "$LOG" "$BUILD_ERR" "$PREBUILD_LOG"' EXIT
+
+# The cells' PostgreSQL builds, ahead of their turn: a background job builds
+# them one after another at the lowest CPU and I/O priority while the
+# suites of earlier cells run (a suite leaves about one core idle, a build
+# of the next cell takes it).  Each build holds its cache's lock
+# (pg_build.sh), so a cell whose build is under way waits for it and then
+# finds it cached; a build that failed here is tried again in the cell's
+# turn, which gives the reason.  Started once the first cell is set up, so
+# that its packages are installed before anything else runs apt.
+prebuild_start() {
+    [ -z "$PREBUILD_PID" ] || return 0
+    # its own process group (setsid), so that an interrupted run ends the
+    # whole build with it
+    setsid bash -c '
+        repo=$1
+        shift
+        for c in "$@"; do
+            c=${c%:build}
+            m=${c%%/*}
+            se=
+            [ "$c" = "$m" ] || se=${c#*/}
+            [[ "$m" =~ ^[0-9]+$ ]] || continue
+            [ "$m${se:+/$se}" != 15 ] || [ -n "${SSLR_PG_SOURCE:-}" ] || continue
+            nice -n 19 ionice -c 3 bash "$repo/scripts/pg_build.sh" "$m" $se >/dev/null 2>&1 || true
+        done
+    ' prebuild "$SSLR_REPO" $CELLS >>"$PREBUILD_LOG" 2>&1 &
+    PREBUILD_PID=$!
+}
 
 # What one major's "make installcheck" in $WORKDIR left in $LOG, with $rc:
 # sets passed and failed, and shows what failed.
@@ -251,6 +283,7 @@ for cell in $CELLS; do
         continue
     fi
     setup_end=$SECONDS
+    [ -n "${SSLR_NO_PREBUILD:-}" ] || prebuild_start
     timing="time: $label: PostgreSQL built or cached $(minutes $((build_end - cell_start))), setup $(minutes $((setup_end - build_end)))"
     if [ -n "$build_only" ]; then
         timings+=("$timing")
@@ -264,6 +297,10 @@ for cell in $CELLS; do
         sslr_as_postgres "$WORKDIR" make USE_PGXS=1 PG_CONFIG="$pg_config" installcheck
     timings+=("$timing, tests $(minutes $((SECONDS - setup_end)))")
 done
+
+# the builds ahead are done: every cell has had its turn
+[ -z "$PREBUILD_PID" ] || wait "$PREBUILD_PID" 2>/dev/null || true
+PREBUILD_PID=
 
 # The Debian package for Debian's PostgreSQL 15 (scripts/package_test.sh):
 # built, linted, installed, then pg_regress and one TAP file on the
