@@ -129,7 +129,10 @@ run_inside() {
     set +e
     chroot "$ROOT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb CI=true \
         PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-        bash -c "cd /work/main && $cmd" >"$LOGS/$name.log" 2>&1
+        bash -c "cd /work/main && $cmd" >"$LOGS/$name.log" 2>&1 &
+    # waiting (not a foreground child) lets an INT or TERM reach the
+    # clean-up at once, which ends what runs inside
+    wait $!
     status=$?
     set -e
     took=$((SECONDS - begin))
