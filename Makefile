@@ -49,6 +49,9 @@ include $(PGXS)
 
 # after the include: Makefile.global resets PROVE_FLAGS
 PROVE_FLAGS += -I $(srcdir)/t
+# PROVE_JOBS=N runs N TAP files at once (scripts/test.sh: one per CPU); each
+# file has its own clusters, and ports are locked in PG_TEST_PORT_DIR
+PROVE_FLAGS += $(if $(PROVE_JOBS),-j$(PROVE_JOBS))
 
 # What "make installcheck" runs before pg_regress and prove.  The Debian
 # package's tests (debian/tests/installcheck) keep only the second: they run
@@ -68,15 +71,18 @@ C_SOURCES = $(patsubst %.o,%.c,$(filter %.o,$(OBJS)))
 # own: scripts/pg_build.sh MAJOR SERIES), as system headers, so that
 # clang-tidy reads the OpenSSL the build compiles against.
 CONFIGURED_INCLUDES = $(patsubst -I%,-isystem %,$(filter -I%,$(shell $(PG_CONFIG) --cppflags)))
+# LINT_JOBS=N: cppcheck and clang-tidy on N files at once (scripts/test.sh:
+# one per CPU)
+LINT_JOBS ?= 1
 lint: $(filter %.o,$(OBJS))
 	bash $(srcdir)/scripts/rooms.sh --self-test
 	bash $(srcdir)/scripts/rooms.sh $(filter %.o,$(OBJS))
-	cppcheck --error-exitcode=1 --enable=warning,performance,portability \
+	cppcheck -j $(LINT_JOBS) --error-exitcode=1 --enable=warning,performance,portability \
 		--std=c99 --quiet --inline-suppr --suppress=missingIncludeSystem --suppress=toomanyconfigs \
 		--suppress='*:$(includedir_server)/*' \
 		-I. -I$(includedir_server) $(C_SOURCES)
-	clang-tidy --quiet $(C_SOURCES) -- \
-		-I. -isystem $(includedir_server) -isystem $(includedir_internal) $(CONFIGURED_INCLUDES) -D_GNU_SOURCE
+	printf '%s\n' $(C_SOURCES) | xargs -P $(LINT_JOBS) -n 4 sh -c 'clang-tidy --quiet "$$@" -- \
+		-I. -isystem $(includedir_server) -isystem $(includedir_internal) $(CONFIGURED_INCLUDES) -D_GNU_SOURCE' clang-tidy
 
 .PHONY: lint installcheck-not-preloaded clean-not-preloaded
 

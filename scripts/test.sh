@@ -19,9 +19,11 @@
 #      work directory of that major, a build with -Wall -Wextra -Werror,
 #      make install;
 #   2. as postgres in that directory:
-#        make USE_PGXS=1 PG_CONFIG=... installcheck
+#        make USE_PGXS=1 PG_CONFIG=... PROVE_JOBS=N LINT_JOBS=N installcheck
 #      i.e. make lint, pg_regress (sql/, expected/, its own temporary
-#      instance) and then prove over t/*.pl (PGXS TAP support);
+#      instance) and then prove over t/*.pl (PGXS TAP support), N files at
+#      once in lint and in prove (SSLR_PROVE_JOBS, default the number of
+#      CPUs);
 #   3. on failure prints regression.diffs and the tails of the TAP logs;
 #   4. prints "PostgreSQL VERSION (SOURCE) / OpenSSL V: N passed, N failed"
 #      (VERSION pg_config's, e.g. 19beta2; SOURCE what was built: Debian
@@ -61,9 +63,15 @@ fi
 export SSLR_OPENSSL_CACHE=${SSLR_OPENSSL_CACHE:-/var/cache/ssl_renegotiate/openssl}
 LOG=$(mktemp /tmp/ssl_renegotiate-installcheck.XXXXXX)
 BUILD_ERR=$(mktemp /tmp/ssl_renegotiate-build-err.XXXXXX)
+# TAP files at once in a cell (a file leaves most of a CPU idle, waiting on
+# its clients and servers), and one directory where every file of every
+# cell locks the ports it takes
+PROVE_JOBS=${SSLR_PROVE_JOBS:-$(nproc)}
+PORT_DIR=$(mktemp -d /tmp/ssl_renegotiate-ports.XXXXXX)
+chown postgres "$PORT_DIR" 2>/dev/null || true
 PREBUILD_PID=
 PREBUILD_LOG=$(mktemp /tmp/ssl_renegotiate-prebuild.XXXXXX)
-trap '[ -z "$PREBUILD_PID" ] || kill -- "-$PREBUILD_PID" 2>/dev/null; rm -f "$LOG" "$BUILD_ERR" "$PREBUILD_LOG"' EXIT
+trap '[ -z "$PREBUILD_PID" ] || kill -- "-$PREBUILD_PID" 2>/dev/null; rm -rf "$LOG" "$BUILD_ERR" "$PREBUILD_LOG" "$PORT_DIR"' EXIT
 
 # The cells' PostgreSQL builds, ahead of their turn: a background job builds
 # them one after another at the lowest CPU and I/O priority while the
@@ -294,7 +302,8 @@ for cell in $CELLS; do
     fi
     echo "=== make installcheck in $WORKDIR (as postgres) ==="
     SSLR_PG_CONFIG=$pg_config PG_BINDIR=$(dirname "$pg_config") run_counted "$label" \
-        sslr_as_postgres "$WORKDIR" make USE_PGXS=1 PG_CONFIG="$pg_config" installcheck
+        sslr_as_postgres "$WORKDIR" PG_TEST_PORT_DIR="$PORT_DIR" \
+        make USE_PGXS=1 PG_CONFIG="$pg_config" PROVE_JOBS="$PROVE_JOBS" LINT_JOBS="$PROVE_JOBS" installcheck
     timings+=("$timing, tests $(minutes $((SECONDS - setup_end)))")
 done
 
