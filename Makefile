@@ -21,7 +21,8 @@ OBJS = \
 	totals.o
 
 EXTENSION = ssl_renegotiate
-DATA = ssl_renegotiate--1.0.sql ssl_renegotiate--1.0--1.1.sql
+DATA = ssl_renegotiate--1.0.sql ssl_renegotiate--1.0--1.1.sql \
+	ssl_renegotiate--1.1--1.2.sql ssl_renegotiate--1.0--1.2.sql
 PGFILEDESC = "ssl_renegotiate - TLS traffic accounting and key rotation"
 
 SHLIB_LINK += -lssl -lcrypto
