@@ -4,6 +4,11 @@
  *	  The limits that depend on more than a setting: the record limit of
  *	  the cipher in force, and what a TLS 1.2 connection does at a limit.
  *
+ * The limits in force are published in the backend's slot for its row of
+ * the activity view; an assign hook runs before its variable takes the
+ * new value, so a change is only marked there, and published at the next
+ * safe point.
+ *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
  *-------------------------------------------------------------------------
@@ -17,6 +22,10 @@
 
 #include "key_limits.h"
 #include "settings.h"
+#include "slots.h"
+
+/* A setting changed since the limits in force were last published. */
+static bool sslr_limits_stale = false;
 
 /*
  * Confidentiality limits in records per key, with a margin: RFC 8446 5.5
@@ -56,4 +65,31 @@ sslr_tls12_action(void)
 	if (sslr_tls12_policy == SSLR_TLS12_RENEGOTIATE && am_walsender)
 		return SSLR_TLS12_WARN;
 	return (SslrTls12Policy) sslr_tls12_policy;
+}
+
+/* A setting changed (an assign hook): flag only, it must not fail. */
+void
+sslr_limits_changed(void)
+{
+	sslr_limits_stale = true;
+}
+
+/*
+ * Publish the limits in force if a setting changed since the last time.
+ * Plain reads and a plain write: safe inside OpenSSL's callbacks.
+ */
+void
+sslr_limits_publish_changed(void)
+{
+	SslrLimitsInForce limits;
+
+	if (!sslr_limits_stale)
+		return;
+	sslr_limits_stale = false;
+	limits.known = true;
+	limits.byte_limit = sslr_byte_limit_bytes();
+	limits.hard_limit = sslr_hard_limit_bytes();
+	limits.interval_ms = sslr_interval_ms();
+	limits.tls12 = sslr_tls12_action();
+	sslr_publish_limits(&limits);
 }

@@ -30,7 +30,18 @@ sslr_hard_limit_bytes(void)
 	return (int64) sslr_hard_limit_kb * 1024;
 }
 
+/* ssl_renegotiate.interval, in milliseconds; 0 is off. */
+static inline int64
+sslr_interval_ms(void)
+{
+	return (int64) sslr_interval_s * 1000;
+}
+
 extern int64 sslr_cipher_limit_for(const SSL *ssl);
 extern SslrTls12Policy sslr_tls12_action(void);
+
+/* the limits in force, published in this backend's slot (policy.c) */
+extern void sslr_limits_changed(void);
+extern void sslr_limits_publish_changed(void);
 
 #endif							/* SSLR_KEY_LIMITS_H */

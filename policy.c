@@ -140,18 +140,21 @@ sslr_recompute(void)
 	if (sslr_safe_point_work)
 		sslr_attention_bytes[SSLR_SENT] = 0;
 
+	sslr_limits_publish_changed();
 	/* the timer may have fired while we computed */
 	if (sslr_interval_due())
 		sslr_want_attention();
 }
 
 /*
- * Settings changed: make both paths re-evaluate at their next I/O, the
- * interval's clocks included (it may have been turned on).
+ * Settings changed (an assign hook: the variable changes after it): both
+ * paths re-evaluate at their next I/O, the interval's clocks included (it
+ * may have been turned on), and publish the limits in force there.
  */
 void
 sslr_policy_changed(void)
 {
+	sslr_limits_changed();
 	sslr_interval_recheck();
 }
 
@@ -427,6 +430,7 @@ sslr_rekey_start(Port *port)
 	before_shmem_exit(sslr_policy_at_exit, (Datum) 0);
 
 	sslr_interval_start(now);
+	sslr_limits_changed();
 	sslr_recompute();
 }
 

@@ -238,6 +238,7 @@ sslr_take_slot(int index, Port *port)
 	strlcpy(entry->slot.cipher, SSL_get_cipher_name(port->ssl), sizeof(entry->slot.cipher));
 	entry->slot.stats = sslr_local_slot.stats;
 	entry->slot.stats.requests_seen = 0;
+	entry->slot.limits.known = false;	/* not the previous owner's */
 	SSLR_END_WRITE(&entry->slot);
 	pg_atomic_write_u64(&entry->requests, 0);
 	sslr_my_entry = entry;
@@ -331,6 +332,17 @@ sslr_publish_request(int64 seen, bool pending)
 	SSLR_BEGIN_WRITE(slot);
 	slot->stats.requests_seen = seen;
 	slot->stats.request_pending = pending;
+	SSLR_END_WRITE(slot);
+}
+
+/* The limits in force: a plain write, fit for an assign hook or OpenSSL. */
+void
+sslr_publish_limits(const SslrLimitsInForce *limits)
+{
+	SslrSlot   *slot = sslr_my_slot;
+
+	SSLR_BEGIN_WRITE(slot);
+	slot->limits = *limits;
 	SSLR_END_WRITE(slot);
 }
 

@@ -34,6 +34,21 @@ typedef struct SslrConnStats
 	bool		request_pending;	/* ... and not yet carried out both ways */
 } SslrConnStats;
 
+/*
+ * The limits the owner enforces, as it sees its settings after role,
+ * database and session settings (0: off), for its row of the activity view.
+ * known is false until the owner starts enforcing (policy.c publishes them
+ * in the same hook that takes the slot).
+ */
+typedef struct SslrLimitsInForce
+{
+	bool		known;
+	int64		byte_limit;		/* bytes under one key */
+	int64		hard_limit;		/* bytes under one key */
+	int64		interval_ms;
+	SslrTls12Policy tls12;
+} SslrLimitsInForce;
+
 #define SSLR_VERSION_LEN 16
 #define SSLR_CIPHER_LEN 64
 
@@ -50,6 +65,7 @@ typedef struct SslrSlot
 	char		version[SSLR_VERSION_LEN];
 	char		cipher[SSLR_CIPHER_LEN];
 	SslrConnStats stats;
+	SslrLimitsInForce limits;
 } SslrSlot;
 
 /*
@@ -95,6 +111,7 @@ extern void sslr_publish_cipher(SSL *ssl);
 extern void sslr_publish_rekey_pending(bool pending);
 extern void sslr_publish_record_limit(int64 record_limit);
 extern void sslr_publish_request(int64 seen, bool pending);
+extern void sslr_publish_limits(const SslrLimitsInForce *limits);
 extern int64 sslr_publish_key_retired(SslrDirection dir, TimestampTz now);
 
 /* other backends' reads and requests */

@@ -42,6 +42,7 @@
 
 PG_FUNCTION_INFO_V1(ssl_renegotiate_activity_1_0);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_activity_1_1);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_activity_1_2);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_rekey_1_1);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_totals_1_0);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_reset_1_0);
@@ -59,12 +60,17 @@ PG_FUNCTION_INFO_V1(ssl_renegotiate_rekeys_received);
 typedef enum SslrApiVersion
 {
 	SSLR_API_V1_0,
-	SSLR_API_V1_1
+	SSLR_API_V1_1,
+	SSLR_API_V1_2
 } SslrApiVersion;
 
-#define SSLR_ACTIVITY_COLS_V1_0 23
-#define SSLR_ACTIVITY_COLS_V1_1 26
-#define SSLR_ACTIVITY_COLS SSLR_ACTIVITY_COLS_V1_1
+static const int sslr_activity_cols[] = {
+	[SSLR_API_V1_0] = 23,
+	[SSLR_API_V1_1] = 26,
+	[SSLR_API_V1_2] = 30
+};
+
+#define SSLR_ACTIVITY_COLS 30
 #define SSLR_TOTALS_COLS 13
 
 static void
@@ -90,6 +96,66 @@ sslr_us_to_ms(int64 us)
 	return us / 1000.0;
 }
 
+/* A limit in bytes, or NULL when it is off. */
+static void
+sslr_bytes_or_null(int64 bytes, Datum *value, bool *isnull)
+{
+	*isnull = bytes <= 0;
+	*value = Int64GetDatum(bytes);
+}
+
+/* ssl_renegotiate.interval in force as an interval, or NULL when off. */
+static void
+sslr_interval_or_null(int64 ms, Datum *value, bool *isnull)
+{
+	Interval   *span = palloc0(sizeof(Interval));
+
+	span->time = ms * INT64CONST(1000);
+	*isnull = ms <= 0;
+	*value = IntervalPGetDatum(span);
+}
+
+/* The ssl_renegotiate.tls12 value naming a policy, as SHOW says it. */
+static const char *
+sslr_tls12_name(SslrTls12Policy policy)
+{
+	switch (policy)
+	{
+		case SSLR_TLS12_RENEGOTIATE:
+			return "renegotiate";
+		case SSLR_TLS12_WARN:
+			return "warn";
+		case SSLR_TLS12_TERMINATE:
+			return "terminate";
+	}
+	return "unknown";
+}
+
+/*
+ * 1.2's columns: the limits the backend enforces, as it published them
+ * (NULL until it starts enforcing, and for a limit that is off).
+ */
+static int
+sslr_limits_columns(const SslrLimitsInForce *limits, Datum *values, bool *nulls)
+{
+	int			c = 0;
+
+	if (!limits->known)
+	{
+		for (; c < 4; c++)
+			nulls[c] = true;
+		return c;
+	}
+	sslr_bytes_or_null(limits->byte_limit, &values[c], &nulls[c]);
+	c++;
+	sslr_bytes_or_null(limits->hard_limit, &values[c], &nulls[c]);
+	c++;
+	sslr_interval_or_null(limits->interval_ms, &values[c], &nulls[c]);
+	c++;
+	values[c++] = CStringGetTextDatum(sslr_tls12_name(limits->tls12));
+	return c;
+}
+
 /* Most bytes carried by one key of this direction, the current one included. */
 static int64
 sslr_max_per_key(const SslrConnStats *stats, SslrDirection dir)
@@ -97,11 +163,12 @@ sslr_max_per_key(const SslrConnStats *stats, SslrDirection dir)
 	return Max(stats->max_bytes_per_key[dir], stats->bytes_under_key[dir]);
 }
 
+/* The rows of every TLS backend, or (only_pid != 0) of that pid only. */
 static Datum
-sslr_activity(FunctionCallInfo fcinfo, SslrApiVersion version)
+sslr_activity(FunctionCallInfo fcinfo, SslrApiVersion version, int only_pid)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int			ncols = version == SSLR_API_V1_0 ? SSLR_ACTIVITY_COLS_V1_0 : SSLR_ACTIVITY_COLS_V1_1;
+	int			ncols = sslr_activity_cols[version];
 	SslrSlot	slot;
 
 	sslr_require_preload();
@@ -115,7 +182,7 @@ sslr_activity(FunctionCallInfo fcinfo, SslrApiVersion version)
 		int			c = 0;
 
 		sslr_read_slot(i, &slot);
-		if (slot.pid == 0)
+		if (slot.pid == 0 || (only_pid != 0 && slot.pid != only_pid))
 			continue;
 
 		memset(nulls, 0, sizeof(nulls));
@@ -165,6 +232,8 @@ sslr_activity(FunctionCallInfo fcinfo, SslrApiVersion version)
 			values[c++] = Int64GetDatum(requests);
 			values[c++] = BoolGetDatum(requests != s->requests_seen || s->request_pending);
 		}
+		if (version >= SSLR_API_V1_2)
+			c += sslr_limits_columns(&slot.limits, &values[c], &nulls[c]);
 		Assert(c == ncols);
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -176,13 +245,32 @@ sslr_activity(FunctionCallInfo fcinfo, SslrApiVersion version)
 Datum
 ssl_renegotiate_activity_1_0(PG_FUNCTION_ARGS)
 {
-	return sslr_activity(fcinfo, SSLR_API_V1_0);
+	return sslr_activity(fcinfo, SSLR_API_V1_0, 0);
 }
 
 Datum
 ssl_renegotiate_activity_1_1(PG_FUNCTION_ARGS)
 {
-	return sslr_activity(fcinfo, SSLR_API_V1_1);
+	return sslr_activity(fcinfo, SSLR_API_V1_1, 0);
+}
+
+/*
+ * 1.2: ssl_renegotiate_activity(pid), not strict: NULL gives every TLS
+ * backend (the view), as pg_stat_get_activity does.  A pid that is not a
+ * TLS backend's, or not positive, gives no row.
+ */
+Datum
+ssl_renegotiate_activity_1_2(PG_FUNCTION_ARGS)
+{
+	int			only_pid = 0;
+
+	if (!PG_ARGISNULL(0))
+	{
+		only_pid = PG_GETARG_INT32(0);
+		if (only_pid <= 0)
+			only_pid = -1;		/* matches no backend */
+	}
+	return sslr_activity(fcinfo, SSLR_API_V1_2, only_pid);
 }
 
 /*

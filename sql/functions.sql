@@ -27,8 +27,9 @@ SELECT ssl_renegotiate_rekey(pg_backend_pid());
 RESET client_min_messages;
 SELECT ssl_renegotiate_rekey(NULL) IS NULL AS null_pid;
 
--- Bad arguments: the functions take none.
+-- Bad arguments: reset takes none, the rows take a pid (NULL: all).
 SELECT ssl_renegotiate_reset(1);
 \echo :LAST_ERROR_SQLSTATE
-SELECT * FROM ssl_renegotiate_activity(42);
+SELECT * FROM ssl_renegotiate_activity('a', 'b');
 \echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS rows_of_no_backend FROM ssl_renegotiate_activity(42);
