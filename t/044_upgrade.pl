@@ -1,16 +1,24 @@
-
-# ALTER EXTENSION ssl_renegotiate UPDATE from 1.0 to 1.1 with a TLS session
-# open.
+# ALTER EXTENSION ssl_renegotiate UPDATE on every path to 1.2, with a DBA's
+# grants and a user's view on ours, and a TLS session open throughout.
 #
-# What this proves:
+# What this proves, for 1.0 -> 1.2 by a plain UPDATE (the direct script),
+# 1.0 -> 1.1 -> 1.2 and 1.1 -> 1.2:
 #
-#  1. Version 1.0's objects work with this library (its C functions are
-#     versioned): a session reads its own 23-column row.
-#  2. With that session still open, the update gives it the 1.1 objects at
-#     once: the 26-column row (record_limit, rekey_requests,
-#     rekey_requested) and ssl_renegotiate_rekey, which rotates that very
-#     session's keys.
-#  3. The counting went on across the update: the same row, growing.
+#  1. A DBA's REVOKE of SELECT on both views and of EXECUTE on their
+#     functions from PUBLIC, their GRANT to a monitoring role, a grant
+#     option and a grant made with it, survive the update: relacl and
+#     proacl (of the function the view calls) are the same before and
+#     after; the monitoring role reads, the plain role is still refused
+#     (on the view, and through a user's view, which needs EXECUTE on our
+#     function).
+#  2. A user's view on ssl_renegotiate_activity keeps working.
+#  3. The extension's initial privileges (pg_init_privs) are those of a
+#     fresh installation, so pg_dump writes the DBA's REVOKE and GRANTs.
+#  4. 1.0 -> 1.1, frozen as released, is what the README says: it fails on
+#     the user's view, and without it resets the activity view's and
+#     function's privileges to the defaults.
+#  5. The TLS session open across all of it keeps counting, and reads its
+#     row with 1.2's columns after each update.
 #
 # Run as the OS user owning the tree (see t/000_harness.pl).
 
@@ -25,37 +33,220 @@ use SslrTest;
 
 my $node = new_tls_node('upgrade', conf => "ssl_renegotiate.byte_limit = 0\n");
 $node->start;
-$node->safe_psql('postgres', "CREATE EXTENSION ssl_renegotiate VERSION '1.0'");
 
+$node->safe_psql(
+	'postgres', q{
+CREATE ROLE regress_monitor LOGIN;
+CREATE ROLE regress_delegate LOGIN;
+CREATE ROLE regress_reporter LOGIN;
+CREATE ROLE regress_plain LOGIN;
+CREATE DATABASE fresh;
+});
+$node->safe_psql('fresh', 'CREATE EXTENSION ssl_renegotiate');
+
+# The extension's initial privileges, as pg_dump reads them.
+my $init_privs_sql = q{
+SELECT string_agg(line, E'\n' ORDER BY line) FROM (
+  SELECT pg_describe_object(i.classoid, i.objoid, i.objsubid)
+         || ' ' || i.privtype::text || ' ' || i.initprivs::text AS line
+  FROM pg_depend d JOIN pg_init_privs i
+    ON i.classoid = d.classid AND i.objoid = d.objid AND i.objsubid = d.objsubid
+  WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+    AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'ssl_renegotiate')) x};
+my $fresh_init_privs = $node->safe_psql('fresh', $init_privs_sql);
+like($fresh_init_privs, qr/view ssl_renegotiate_activity e \{[^}]*,=r\//,
+	'fresh: the initial privileges say PUBLIC may read the activity view');
+
+# The privileges a DBA cares about: both views, the function behind the
+# activity view (the zero-argument one before 1.2, 1.2's after), the
+# totals' and the reset function.
+my $acl_sql = q{
+SELECT json_build_object(
+  'activity', (SELECT relacl FROM pg_class WHERE relname = 'ssl_renegotiate_activity'),
+  'totals', (SELECT relacl FROM pg_class WHERE relname = 'ssl_renegotiate_totals'),
+  'activity_function', (SELECT proacl FROM pg_proc p JOIN pg_rewrite r ON true
+                          JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass
+                           AND d.objid = r.oid AND d.refobjid = p.oid
+                        WHERE r.ev_class = 'ssl_renegotiate_activity'::regclass
+                          AND d.refclassid = 'pg_proc'::regclass),
+  'totals_function', (SELECT proacl FROM pg_proc WHERE oid = 'ssl_renegotiate_totals()'::regprocedure),
+  'reset_function', (SELECT proacl FROM pg_proc WHERE oid = 'ssl_renegotiate_reset()'::regprocedure))};
+
+# What a DBA did: nobody reads but the monitoring role (and the reporter,
+# granted by the delegate with the grant option it holds); and a user's
+# view, readable by the plain role and the monitoring role.
+sub dba_changes
+{
+	$node->safe_psql(
+		'postgres', q{
+REVOKE SELECT ON ssl_renegotiate_activity, ssl_renegotiate_totals FROM PUBLIC;
+GRANT SELECT ON ssl_renegotiate_activity, ssl_renegotiate_totals TO regress_monitor, regress_reporter;
+REVOKE EXECUTE ON FUNCTION ssl_renegotiate_activity(), ssl_renegotiate_totals() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION ssl_renegotiate_activity(), ssl_renegotiate_totals() TO regress_monitor;
+GRANT EXECUTE ON FUNCTION ssl_renegotiate_activity() TO regress_delegate WITH GRANT OPTION;
+SET ROLE regress_delegate;
+GRANT EXECUTE ON FUNCTION ssl_renegotiate_activity() TO regress_reporter;
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION ssl_renegotiate_reset() TO regress_monitor;
+});
+	user_view();
+}
+
+sub user_view
+{
+	$node->safe_psql(
+		'postgres', q{
+CREATE VIEW public.myview AS SELECT pid, bytes_sent FROM ssl_renegotiate_activity;
+GRANT SELECT ON public.myview TO regress_plain, regress_monitor, regress_reporter;
+});
+}
+
+sub acls { return $node->safe_psql('postgres', $acl_sql); }
+
+sub as_role
+{
+	my ($role, $sql) = @_;
+	my ($ret, $out, $err) =
+	  $node->psql('postgres', "SET ROLE $role; $sql", on_error_stop => 1);
+	return ($ret, $out, $err);
+}
+
+# The TLS session open throughout, as the bootstrap superuser.
 my $s = background_tls_psql($node, tls_connstr($node, tls => '1.3'));
 my $pid = $s->query_safe('SELECT pg_backend_pid()');
+my $last_sent = 0;
 
-my $row = $s->query_safe(
-	"SELECT row_to_json(a) FROM ssl_renegotiate_activity a WHERE pid = $pid");
-my $r10 = JSON::PP::decode_json($row);
-is(scalar(keys %$r10), 23, '1.0: the session reads its own row of 23 columns');
-cmp_ok($r10->{bytes_sent}, '>', 0, '1.0: with its counts');
+# After an update to 1.2: everything the DBA did is there.
+sub check_kept
+{
+	my ($path, $before) = @_;
 
+	is($node->safe_psql('postgres',
+			"SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate'"),
+		'1.2', "$path: at 1.2");
+	is(acls(), $before, "$path: relacl and proacl as before the update");
+	is($node->safe_psql('postgres', $init_privs_sql),
+		$fresh_init_privs, "$path: initial privileges as a fresh installation's");
+
+	my ($ret, $out, $err) = as_role('regress_monitor',
+		"SELECT count(*) FROM public.myview WHERE pid = $pid");
+	is("$ret $out", '0 1', "$path: the user's view works, for the monitoring role");
+	($ret, $out, $err) = as_role('regress_reporter',
+		"SELECT byte_limit IS NULL FROM ssl_renegotiate_activity WHERE pid = $pid");
+	is("$ret $out", '0 t',
+		"$path: the role granted by the delegate reads 1.2's columns");
+	($ret, $out, $err) =
+	  as_role('regress_plain', 'SELECT count(*) FROM ssl_renegotiate_activity');
+	like($err, qr/permission denied for view ssl_renegotiate_activity/,
+		"$path: the plain role is still refused the view");
+	($ret, $out, $err) =
+	  as_role('regress_plain', 'SELECT count(*) FROM public.myview');
+	like($err, qr/permission denied for function ssl_renegotiate_activity/,
+		"$path: ... and our function, through the user's view");
+	($ret, $out, $err) =
+	  as_role('regress_plain', 'SELECT count(*) FROM ssl_renegotiate_totals');
+	like($err, qr/permission denied for view ssl_renegotiate_totals/,
+		"$path: ... and the totals");
+
+	# pg_dump writes what the DBA changed, as against the initial privileges
+	my ($dump, $dump_err);
+	IPC::Run::run([ 'pg_dump', '--schema-only', '-d', $node->connstr('postgres') ],
+		'>', \$dump, '2>', \$dump_err)
+	  or die "pg_dump failed: $dump_err";
+	like(
+		$dump,
+		qr/REVOKE ALL ON FUNCTION public\.ssl_renegotiate_activity\(pid integer, OUT [^)]*\) FROM PUBLIC;/,
+		"$path: pg_dump revokes EXECUTE on 1.2's function from PUBLIC");
+	like(
+		$dump,
+		qr/GRANT ALL ON FUNCTION public\.ssl_renegotiate_activity\(pid integer, OUT [^)]*\) TO regress_monitor;/,
+		"$path: ... and grants it to the monitoring role");
+	like($dump, qr/REVOKE SELECT ON TABLE public\.ssl_renegotiate_activity FROM PUBLIC;/,
+		"$path: ... and revokes SELECT on the view");
+
+	# the open session reads its row with 1.2's columns, still counting
+	my $row = JSON::PP::decode_json($s->query_safe(
+			"SELECT row_to_json(a) FROM ssl_renegotiate_activity a WHERE pid = $pid"));
+	is(scalar(keys %$row), 30, "$path: the open session reads 30 columns");
+	ok(exists $row->{byte_limit} && !defined $row->{byte_limit},
+		"$path: its byte_limit is off (NULL), as configured");
+	is($row->{tls12}, 'warn', "$path: its tls12 policy");
+	cmp_ok($row->{bytes_sent}, '>', $last_sent, "$path: counting went on");
+	$last_sent = $row->{bytes_sent};
+}
+
+sub fresh_start
+{
+	my ($version) = @_;
+	$node->safe_psql('postgres',
+		"DROP EXTENSION IF EXISTS ssl_renegotiate CASCADE;
+		 CREATE EXTENSION ssl_renegotiate VERSION '$version'");
+}
+
+# ---- 1.0 -> 1.2, by a plain UPDATE: the direct script
+fresh_start('1.0');
+my $row = JSON::PP::decode_json($s->query_safe(
+		"SELECT row_to_json(a) FROM ssl_renegotiate_activity a WHERE pid = $pid"));
+is(scalar(keys %$row), 23, '1.0: the session reads its own row of 23 columns');
+$last_sent = $row->{bytes_sent};
+dba_changes();
+my $before = acls();
+like($before, qr/regress_reporter=X\/regress_delegate/,
+	'1.0: the delegate granted EXECUTE with its grant option');
+$node->safe_psql('postgres', 'ALTER EXTENSION ssl_renegotiate UPDATE');
+check_kept('1.0 -> 1.2', $before);
+
+# ---- 1.0 -> 1.1 -> 1.2: 1.0 -> 1.1 as released
+fresh_start('1.0');
+dba_changes();
+my ($ret, $out, $err) = $node->psql('postgres',
+	"ALTER EXTENSION ssl_renegotiate UPDATE TO '1.1'");
+like($err,
+	qr/cannot drop view ssl_renegotiate_activity because other objects depend on it/,
+	'1.0 -> 1.1: fails on the user\'s view, as the README says');
+$node->safe_psql('postgres', 'DROP VIEW public.myview');
 $node->safe_psql('postgres', "ALTER EXTENSION ssl_renegotiate UPDATE TO '1.1'");
-is($node->safe_psql('postgres',
-		"SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate'"),
-	'1.1', 'updated to 1.1');
+my $reset = JSON::PP::decode_json(acls());
+ok((grep { /^=r\// } @{ $reset->{activity} }),
+	'1.0 -> 1.1: resets the activity view to PUBLIC SELECT, as the README says');
+ok(!defined $reset->{activity_function},
+	'1.0 -> 1.1: ... and its function to the default privileges');
+is((as_role('regress_plain', 'SELECT 1 FROM ssl_renegotiate_activity LIMIT 1'))[0],
+	0, '1.0 -> 1.1: the plain role reads the activity view again');
+like(JSON::PP::encode_json($reset->{totals}), qr/regress_monitor=r/,
+	'1.0 -> 1.1: the totals view keeps its privileges');
+# the DBA does it again at 1.1, then updates
+$node->safe_psql('postgres', q{
+REVOKE SELECT ON ssl_renegotiate_activity FROM PUBLIC;
+GRANT SELECT ON ssl_renegotiate_activity TO regress_monitor, regress_reporter;
+REVOKE EXECUTE ON FUNCTION ssl_renegotiate_activity() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION ssl_renegotiate_activity() TO regress_monitor;
+GRANT EXECUTE ON FUNCTION ssl_renegotiate_activity() TO regress_delegate WITH GRANT OPTION;
+SET ROLE regress_delegate;
+GRANT EXECUTE ON FUNCTION ssl_renegotiate_activity() TO regress_reporter;
+RESET ROLE;
+});
+user_view();
+$before = acls();
+$node->safe_psql('postgres', "ALTER EXTENSION ssl_renegotiate UPDATE TO '1.2'");
+check_kept('1.0 -> 1.1 -> 1.2', $before);
 
-$row = $s->query_safe(
-	"SELECT row_to_json(a) FROM ssl_renegotiate_activity a WHERE pid = $pid");
-my $r11 = JSON::PP::decode_json($row);
-is(scalar(keys %$r11), 26, '1.1: the same open session now reads 26 columns');
-is($r11->{record_limit}, 16777216, '1.1: record_limit of its AES-GCM cipher');
-is($r11->{rekey_requests}, 0, '1.1: no request yet');
-cmp_ok($r11->{bytes_sent}, '>', $r10->{bytes_sent},
-	'counting went on across the update');
+# ---- 1.1 -> 1.2
+fresh_start('1.1');
+$row = JSON::PP::decode_json($s->query_safe(
+		"SELECT row_to_json(a) FROM ssl_renegotiate_activity a WHERE pid = $pid"));
+is(scalar(keys %$row), 26, '1.1: the session reads its own row of 26 columns');
+dba_changes();
+$before = acls();
+$node->safe_psql('postgres', 'ALTER EXTENSION ssl_renegotiate UPDATE');
+check_kept('1.1 -> 1.2', $before);
 
+# ssl_renegotiate_rekey still rotates the open session's keys
 is($s->query_safe("SELECT ssl_renegotiate_rekey($pid)"), 't',
-	'1.1: ssl_renegotiate_rekey on the open session');
+	'1.2: ssl_renegotiate_rekey on the open session');
 $s->query_safe('SELECT 1');
 my $after = activity_row($node, $pid);
-cmp_ok($after->{rekeys_sent}, '>=', 1, '1.1: its keys rotated');
-is($after->{rekey_requests}, 1, '1.1: one request counted');
+cmp_ok($after->{rekeys_sent}, '>=', 1, '1.2: its keys rotated');
 $s->quit;
 
 done_testing();
