@@ -81,18 +81,19 @@ BEGIN
     IF old_acl IS NOT NULL THEN
         EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC, %s', new_fn, owner_role);
         FOR item IN
-            SELECT e.grantor::regrole AS grantor,
+            SELECT e.grantor::regrole AS grantor, r.rolname AS grantor_name,
                    CASE WHEN e.grantee = 0 THEN 'PUBLIC'
                         ELSE e.grantee::regrole::text END AS grantee,
                    CASE WHEN e.is_grantable THEN ' WITH GRANT OPTION'
                         ELSE '' END AS option
             FROM unnest(old_acl) WITH ORDINALITY AS u(item, n),
                  LATERAL pg_catalog.aclexplode(ARRAY[u.item]) AS e
+                 JOIN pg_catalog.pg_roles r ON r.oid = e.grantor
             ORDER BY u.n
         LOOP
             BEGIN
                 IF item.grantor <> owner_role THEN
-                    PERFORM pg_catalog.set_config('role', item.grantor::text, true);
+                    PERFORM pg_catalog.set_config('role', item.grantor_name, true);
                 END IF;
                 EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %s%s',
                                new_fn, item.grantee, item.option);
@@ -108,11 +109,14 @@ BEGIN
         -- Those GRANTs ran inside the extension's script, so PostgreSQL took
         -- them for the extension's own initial privileges (pg_init_privs),
         -- and pg_dump would leave them out.  The old function had none
-        -- (neither 1.0 nor 1.1 grants on it): neither has the new one.
+        -- (neither 1.0 nor 1.1 grants on it): neither has the new one, nor
+        -- the dependencies on roles PostgreSQL 17 and later record for them.
         DELETE FROM pg_catalog.pg_init_privs
         WHERE objoid = new_fn AND classoid = 'pg_catalog.pg_proc'::regclass;
         DELETE FROM pg_catalog.pg_shdepend
-        WHERE classid = 'pg_catalog.pg_proc'::regclass AND objid = new_fn
+        WHERE dbid = (SELECT oid FROM pg_catalog.pg_database
+                      WHERE datname = pg_catalog.current_database())
+          AND classid = 'pg_catalog.pg_proc'::regclass AND objid = new_fn
           AND deptype = 'i';
     END IF;
 

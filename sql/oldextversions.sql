@@ -109,6 +109,19 @@ DROP FUNCTION ssl_renegotiate_activity();
 SELECT * FROM sslr_differences ORDER BY 1, 2, 3;
 DROP VIEW regress_sslr_direct;
 
+-- An installation in another schema updates there.
+DROP EXTENSION ssl_renegotiate;
+CREATE SCHEMA regress_sslr_elsewhere;
+CREATE EXTENSION ssl_renegotiate VERSION '1.0' SCHEMA regress_sslr_elsewhere;
+REVOKE EXECUTE ON FUNCTION regress_sslr_elsewhere.ssl_renegotiate_activity() FROM PUBLIC;
+ALTER EXTENSION ssl_renegotiate UPDATE;
+SELECT oid::regprocedure AS function, proacl IS NOT NULL AS kept_acl
+FROM pg_proc WHERE proname = 'ssl_renegotiate_activity';
+SELECT has_function_privilege('public', 'regress_sslr_elsewhere.ssl_renegotiate_activity(integer)', 'EXECUTE') AS public_may_execute;
+DROP EXTENSION ssl_renegotiate;
+DROP SCHEMA regress_sslr_elsewhere;
+CREATE EXTENSION ssl_renegotiate;
+
 -- The new function: NULL is every backend, a pid only that backend's row.
 SELECT count(*) AS no_row_for_no_backend FROM ssl_renegotiate_activity(0);
 SELECT count(*) AS no_tls_row_here FROM ssl_renegotiate_activity(pg_backend_pid());
