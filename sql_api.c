@@ -12,6 +12,9 @@
  * before authentication, when a connection has no role yet (README,
  * "Who sees what").
  *
+ * The limits in force (1.2's last columns) are what each backend published
+ * in its slot, since no backend can read another's settings (key_limits.c).
+ *
  * Reading other backends' state, this file takes no lock of its own:
  * slots are copied with their change-count protocol (sslr_read_slot), the
  * totals are read and reset under the extension's LWLock (totals.c), and
@@ -64,13 +67,17 @@ typedef enum SslrApiVersion
 	SSLR_API_V1_2
 } SslrApiVersion;
 
-static const int sslr_activity_cols[] = {
-	[SSLR_API_V1_0] = 23,
-	[SSLR_API_V1_1] = 26,
-	[SSLR_API_V1_2] = 30
-};
+#define SSLR_ACTIVITY_COLS_V1_0 23
+#define SSLR_ACTIVITY_COLS_V1_1 26
+#define SSLR_LIMITS_COLS 4		/* 1.2's: byte_limit ... tls12 */
+#define SSLR_ACTIVITY_COLS_V1_2 (SSLR_ACTIVITY_COLS_V1_1 + SSLR_LIMITS_COLS)
+#define SSLR_ACTIVITY_COLS SSLR_ACTIVITY_COLS_V1_2
 
-#define SSLR_ACTIVITY_COLS 30
+static const int sslr_activity_cols[] = {
+	[SSLR_API_V1_0] = SSLR_ACTIVITY_COLS_V1_0,
+	[SSLR_API_V1_1] = SSLR_ACTIVITY_COLS_V1_1,
+	[SSLR_API_V1_2] = SSLR_ACTIVITY_COLS_V1_2
+};
 #define SSLR_TOTALS_COLS 13
 
 static void
@@ -108,10 +115,13 @@ sslr_bytes_or_null(int64 bytes, Datum *value, bool *isnull)
 static void
 sslr_interval_or_null(int64 ms, Datum *value, bool *isnull)
 {
-	Interval   *span = palloc0(sizeof(Interval));
+	Interval   *span;
 
-	span->time = ms * INT64CONST(1000);
 	*isnull = ms <= 0;
+	if (*isnull)
+		return;
+	span = palloc0(sizeof(Interval));
+	span->time = ms * INT64CONST(1000);
 	*value = IntervalPGetDatum(span);
 }
 
@@ -142,7 +152,7 @@ sslr_limits_columns(const SslrLimitsInForce *limits, Datum *values, bool *nulls)
 
 	if (!limits->known)
 	{
-		for (; c < 4; c++)
+		for (; c < SSLR_LIMITS_COLS; c++)
 			nulls[c] = true;
 		return c;
 	}
@@ -153,6 +163,7 @@ sslr_limits_columns(const SslrLimitsInForce *limits, Datum *values, bool *nulls)
 	sslr_interval_or_null(limits->interval_ms, &values[c], &nulls[c]);
 	c++;
 	values[c++] = CStringGetTextDatum(sslr_tls12_name(limits->tls12));
+	Assert(c == SSLR_LIMITS_COLS);
 	return c;
 }
 

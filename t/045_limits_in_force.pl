@@ -58,14 +58,15 @@ sub limits_of
 	return $node->safe_psql('postgres', $limits_sql . $pid);
 }
 
-my $a = background_tls_psql($node,
+my $alice = background_tls_psql($node,
 	tls_connstr($node, user => 'alice', tls => '1.3'));
-my $b = background_tls_psql($node,
+my $bob = background_tls_psql($node,
 	tls_connstr($node, user => 'bob', dbname => 'other', tls => '1.2'));
-my $c = background_tls_psql($node, tls_connstr($node, tls => '1.3'));
-my $a_pid = $a->query_safe('SELECT pg_backend_pid()');
-my $b_pid = $b->query_safe('SELECT pg_backend_pid()');
-my $c_pid = $c->query_safe('SELECT pg_backend_pid()');
+my $su = background_tls_psql($node, tls_connstr($node, tls => '1.3'));
+my $a_pid = $alice->query_safe('SELECT pg_backend_pid()');
+my $b_pid = $bob->query_safe('SELECT pg_backend_pid()');
+my $c_pid = $su->query_safe('SELECT pg_backend_pid()');
+my $superuser = $su->query_safe('SELECT current_user');
 
 # 1. role, database, role in database
 is(limits_of($a_pid), (2 * MB) . ' NULL 01:00:00 warn',
@@ -76,24 +77,37 @@ is(limits_of($c_pid), (1 * MB) . ' NULL NULL warn', 'the superuser: the file\'s'
 
 # 2. a session's own settings, in its own row
 my $own = $limits_sql . 'pg_backend_pid()';
-$c->query_safe('SET ssl_renegotiate.byte_limit = 0');
-is($c->query_safe($own), 'NULL NULL NULL warn', 'SET byte_limit = 0: NULL in its own row');
+$su->query_safe('SET ssl_renegotiate.byte_limit = 0');
+is($su->query_safe($own), 'NULL NULL NULL warn', 'SET byte_limit = 0: NULL in its own row');
 is($node->safe_psql('postgres',
 		'SELECT string_agg(pid::text, \',\') FROM ssl_renegotiate_activity WHERE byte_limit IS NULL'),
 	$c_pid, 'WHERE byte_limit IS NULL finds that session, and only it');
-$c->query_safe('BEGIN');
-$c->query_safe("SET LOCAL ssl_renegotiate.interval = '10min'");
-is($c->query_safe($own), 'NULL NULL 00:10:00 warn', 'SET LOCAL interval in its own row');
-$c->query_safe('COMMIT');
-is($c->query_safe($own), 'NULL NULL NULL warn', '... and gone after COMMIT');
-$c->query_safe('RESET ssl_renegotiate.byte_limit');
-is($c->query_safe($own), (1 * MB) . ' NULL NULL warn', 'RESET: the file\'s again');
+# the README's query
+is($node->safe_psql(
+		'postgres', q{
+-- sessions running without byte-based rotation, or with no hard limit
+SELECT pid, usename, datname, byte_limit, hard_limit
+FROM ssl_renegotiate_activity JOIN pg_stat_activity USING (pid)
+WHERE byte_limit IS NULL OR hard_limit IS NULL
+ORDER BY pid;
+}),
+	join("\n", map { $_->[1] } sort { $a->[0] <=> $b->[0] }
+		  ([ $a_pid, "$a_pid|alice|postgres|" . (2 * MB) . '|' ],
+		   [ $c_pid, "$c_pid|$superuser|postgres||" ])),
+	"the README's query: alice (no hard limit) and the session without byte_limit, not bob");
+$su->query_safe('BEGIN');
+$su->query_safe("SET LOCAL ssl_renegotiate.interval = '10min'");
+is($su->query_safe($own), 'NULL NULL 00:10:00 warn', 'SET LOCAL interval in its own row');
+$su->query_safe('COMMIT');
+is($su->query_safe($own), 'NULL NULL NULL warn', '... and gone after COMMIT');
+$su->query_safe('RESET ssl_renegotiate.byte_limit');
+is($su->query_safe($own), (1 * MB) . ' NULL NULL warn', 'RESET: the file\'s again');
 
 # 4. visibility: bob may not see alice's row, and sees his own
-is($b->query_safe(
+is($bob->query_safe(
 		"SELECT num_nulls(byte_limit, hard_limit, rekey_interval, tls12) FROM ssl_renegotiate_activity WHERE pid = $a_pid"),
 	4, "bob reads NULL for alice's limits");
-is($b->query_safe($own), (1 * MB) . ' ' . (3 * GB) . ' 00:30:00 renegotiate',
+is($bob->query_safe($own), (1 * MB) . ' ' . (3 * GB) . ' 00:30:00 renegotiate',
 	'bob reads his own');
 
 # 3. ALTER SYSTEM and a reload: at each session's next I/O
@@ -117,10 +131,10 @@ sub wait_for_setting
 	}
 	return 0;
 }
-ok(wait_for_setting($a, 'ssl_renegotiate.hard_limit', '4GB'), 'alice got the reload');
+ok(wait_for_setting($alice, 'ssl_renegotiate.hard_limit', '4GB'), 'alice got the reload');
 is(limits_of($a_pid), (2 * MB) . ' ' . (4 * GB) . ' 01:00:00 warn',
 	"alice's row: ALTER SYSTEM's hard_limit; her role's byte_limit still wins");
-ok(wait_for_setting($b, 'ssl_renegotiate.byte_limit', '4MB'), 'bob got the reload');
+ok(wait_for_setting($bob, 'ssl_renegotiate.byte_limit', '4MB'), 'bob got the reload');
 is(limits_of($b_pid), (4 * MB) . ' ' . (3 * GB) . ' 00:30:00 renegotiate',
 	"bob's row: ALTER SYSTEM's byte_limit; the database's hard_limit still wins");
 
@@ -129,5 +143,5 @@ $node->safe_psql(
 ALTER SYSTEM RESET ALL;
 SELECT pg_reload_conf();
 });
-$_->quit for ($a, $b, $c);
+$_->quit for ($alice, $bob, $su);
 done_testing();
