@@ -143,9 +143,9 @@ BEGIN
         EXECUTE format('DROP FUNCTION %s', old_fn);
     EXCEPTION WHEN dependent_objects_still_exist THEN
         GET STACKED DIAGNOSTICS dependents = PG_EXCEPTION_DETAIL;
-        RAISE WARNING 'function % is kept: objects outside the extension depend on it', old_name
+        RAISE WARNING 'function % is kept because other objects depend on it', old_name
             USING DETAIL = dependents,
-                  HINT = format('Once they read the view ssl_renegotiate_activity instead, drop it with ALTER EXTENSION ssl_renegotiate DROP FUNCTION %s; DROP FUNCTION %s;', old_name, old_name);
+                  HINT = format('Once they read the view ssl_renegotiate_activity instead, drop the function with ALTER EXTENSION ssl_renegotiate DROP FUNCTION %s and DROP FUNCTION %s.', old_name, old_name);
     END;
 END
 $$;

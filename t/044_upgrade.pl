@@ -11,7 +11,8 @@
 #     are the same before and after; the monitoring role reads, the plain role is still refused
 #     (on the view, and through a user's view, which needs EXECUTE on our
 #     function).
-#  2. A user's view on ssl_renegotiate_activity keeps working.
+#  2. A user's view on ssl_renegotiate_activity, and one on the totals, keep
+#     working.
 #  3. The extension's initial privileges (pg_init_privs) are those of a
 #     fresh installation, so pg_dump writes the DBA's REVOKE and GRANTs.
 #  4. 1.0 -> 1.1, frozen as released, is what the README says: it fails on
@@ -101,6 +102,8 @@ sub user_view
 		'postgres', q{
 CREATE VIEW public.myview AS SELECT pid, bytes_sent FROM ssl_renegotiate_activity;
 GRANT SELECT ON public.myview TO regress_plain, regress_monitor, regress_reporter;
+CREATE VIEW public.mytotals AS SELECT connections, bytes_sent FROM ssl_renegotiate_totals;
+GRANT SELECT ON public.mytotals TO regress_monitor;
 });
 }
 
@@ -134,6 +137,9 @@ sub check_kept
 	my ($ret, $out, $err) = as_role('regress_monitor',
 		"SELECT count(*) FROM public.myview WHERE pid = $pid");
 	is("$ret $out", '0 1', "$path: the user's view works, for the monitoring role");
+	($ret, $out, $err) = as_role('regress_monitor',
+		'SELECT connections > 0 FROM public.mytotals');
+	is("$ret $out", '0 t', "$path: ... and the one on the totals");
 	($ret, $out, $err) = as_role('regress_reporter',
 		"SELECT byte_limit IS NULL FROM ssl_renegotiate_activity WHERE pid = $pid");
 	is("$ret $out", '0 t',
@@ -207,7 +213,7 @@ my ($ret, $out, $err) = $node->psql('postgres',
 like($err,
 	qr/cannot drop view ssl_renegotiate_activity because other objects depend on it/,
 	'1.0 -> 1.1: fails on the user\'s view, as the README says');
-$node->safe_psql('postgres', 'DROP VIEW public.myview');
+$node->safe_psql('postgres', 'DROP VIEW public.myview, public.mytotals');
 $node->safe_psql('postgres', "ALTER EXTENSION ssl_renegotiate UPDATE TO '1.1'");
 my $reset = JSON::PP::decode_json(acls());
 ok((grep { /^=r\// } @{ $reset->{activity} }),
