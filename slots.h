@@ -46,6 +46,8 @@ typedef struct SslrSlot
 	int			changecount;
 	int			pid;			/* 0 when the slot is free */
 	Oid			userid;
+	Oid			dbid;			/* 0: a walsender without a database */
+	bool		identity_known; /* userid and dbid are final */
 	bool		is_walsender;
 	char		version[SSLR_VERSION_LEN];
 	char		cipher[SSLR_CIPHER_LEN];
@@ -90,6 +92,7 @@ extern void sslr_take_slot(int index, Port *port);
 extern void sslr_free_slot(void);
 
 /* the owner's writes */
+extern bool sslr_session_identity(Oid *dbid, Oid *userid);
 extern bool sslr_publish_userid(void);
 extern void sslr_publish_cipher(SSL *ssl);
 extern void sslr_publish_rekey_pending(bool pending);

@@ -14,7 +14,9 @@ WHERE refclassid = 'pg_extension'::regclass
 CREATE TEMP VIEW sslr_columns AS
 SELECT c.relname, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod) AS type
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
-WHERE c.relname IN ('ssl_renegotiate_activity', 'ssl_renegotiate_totals')
+WHERE c.relname IN ('ssl_renegotiate_activity', 'ssl_renegotiate_totals',
+                    'ssl_renegotiate_database_role_totals',
+                    'ssl_renegotiate_database_role_totals_info')
   AND c.relkind = 'v' AND a.attnum > 0;
 CREATE TEMP VIEW sslr_functions AS
 SELECT p.oid::regprocedure::text AS function, pg_get_function_result(p.oid) AS result,
@@ -39,6 +41,7 @@ SELECT count(*) AS rekey_function FROM pg_proc WHERE proname = 'ssl_renegotiate_
 ALTER EXTENSION ssl_renegotiate UPDATE TO '1.1';
 SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate';
 SELECT count(*) >= 0 AS activity_1_1_works FROM ssl_renegotiate_activity;
+ALTER EXTENSION ssl_renegotiate UPDATE TO '1.2';
 
 -- Exactly what a fresh installation has: no row in either direction.
 (SELECT * FROM sslr_objects EXCEPT SELECT * FROM fresh_objects)
