@@ -349,19 +349,33 @@ sslr_role_totals_foreach(void (*fn) (const SslrRoleEntry *entry, void *arg), voi
 		fn(entry, arg);
 }
 
+/* qsort: most used first */
+static int
+sslr_entry_usage_desc(const void *a, const void *b)
+{
+	int64		ua = sslr_entry_usage((const SslrRoleEntry *) a);
+	int64		ub = sslr_entry_usage((const SslrRoleEntry *) b);
+
+	return (ua < ub) - (ua > ub);
+}
+
 /*
- * When the postmaster creates shared memory: the table kept last time.
- * Entries beyond the setting (lowered since) are evicted as usual.
+ * When the postmaster creates shared memory: the table kept last time
+ * (sorted here).  If the setting was lowered since, the most used entries
+ * are kept and the others counted as evicted.
  */
 void
-sslr_role_totals_restore(const SslrRoleInfo *info, const SslrRoleEntry *entries,
-						 int64 nentries)
+sslr_role_totals_restore(const SslrRoleInfo *info, SslrRoleEntry *entries, int64 nentries)
 {
 	sslr_role_shared->info = *info;
+	if (nentries > 0)
+		qsort(entries, nentries, sizeof(SslrRoleEntry), sslr_entry_usage_desc);
 	for (int64 i = 0; i < nentries; i++)
 	{
-		SslrRoleEntry *entry = sslr_role_entry(&entries[i].key);
+		SslrRoleEntry *entry = NULL;
 
+		if (i < sslr_max_database_role_totals)
+			entry = sslr_role_entry(&entries[i].key);
 		if (entry == NULL)
 			sslr_role_shared->info.evicted++;
 		else

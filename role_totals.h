@@ -59,6 +59,6 @@ extern bool sslr_role_totals_to_keep(SslrRoleInfo *info, int64 *nentries);
 extern void sslr_role_totals_foreach(void (*fn) (const SslrRoleEntry *entry, void *arg),
 									 void *arg);
 extern void sslr_role_totals_restore(const SslrRoleInfo *info,
-									 const SslrRoleEntry *entries, int64 nentries);
+									 SslrRoleEntry *entries, int64 nentries);
 
 #endif							/* SSLR_ROLE_TOTALS_H */
