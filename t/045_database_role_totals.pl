@@ -258,6 +258,16 @@ sub four_rows
 four_rows();
 my $before = rows_as('postgres');
 is(scalar(keys %$before), 4, 'before the restart: four rows');
+# the README's example
+like(
+	$node->safe_psql(
+		'postgres', q{
+		SELECT datname, usename, connections,
+		       pg_size_pretty(bytes_sent + bytes_received) AS traffic, stats_reset
+		FROM ssl_renegotiate_database_role_totals
+		ORDER BY bytes_sent + bytes_received DESC LIMIT 10}),
+	qr/^regress_db1\|regress_alice\|1\|\d+ kB\|/,
+	"the README's query: regress_db1/regress_alice moved the most bytes");
 $node->restart;
 is_deeply(rows_as('postgres'), $before,
 	'fast restart: every row is kept, stats_reset included');
