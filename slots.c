@@ -233,8 +233,7 @@ sslr_take_slot(int index, Port *port)
 	SSLR_BEGIN_WRITE(&entry->slot);
 	entry->slot.pid = MyProcPid;
 	entry->slot.userid = InvalidOid;	/* not known yet: see sslr_publish_userid */
-	entry->slot.dbid = InvalidOid;
-	entry->slot.identity_known = false;
+	entry->slot.identity_known = false;	/* nor the database */
 	entry->slot.is_walsender = am_walsender;
 	strlcpy(entry->slot.version, SSL_get_version(port->ssl), sizeof(entry->slot.version));
 	strlcpy(entry->slot.cipher, SSL_get_cipher_name(port->ssl), sizeof(entry->slot.cipher));
@@ -267,23 +266,6 @@ sslr_free_slot(void)
 	SSLR_BEGIN_WRITE(&entry->slot);
 	entry->slot.pid = 0;
 	SSLR_END_WRITE(&entry->slot);
-}
-
-/*
- * This backend's role and database, once InitPostgres has set both (after
- * ClientAuthentication_hook).  A walsender for physical replication has no
- * database: dbid 0.
- */
-bool
-sslr_session_identity(Oid *dbid, Oid *userid)
-{
-	if (MyProc == NULL || !OidIsValid(MyProc->roleId))
-		return false;
-	if (!OidIsValid(MyDatabaseId) && !(am_walsender && !am_db_walsender))
-		return false;
-	*dbid = MyDatabaseId;
-	*userid = MyProc->roleId;
-	return true;
 }
 
 /*

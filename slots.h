@@ -13,8 +13,11 @@
 
 #include "datatype/timestamp.h"
 #include "libpq/libpq-be.h"
+#include "miscadmin.h"
 #include "port/atomics.h"
+#include "replication/walsender.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
 
 #include <openssl/ssl.h>
 
@@ -73,6 +76,23 @@ extern SSLR_HOT_DATA pg_atomic_uint64 *sslr_my_requests;
 #define SSLR_END_WRITE(slot) \
 	do { pg_write_barrier(); (slot)->changecount++; } while (0)
 
+/*
+ * This backend's role and database, once InitPostgres has set both (after
+ * ClientAuthentication_hook).  A walsender for physical replication has no
+ * database: dbid 0.
+ */
+static inline bool
+sslr_session_identity(Oid *dbid, Oid *userid)
+{
+	if (MyProc == NULL || !OidIsValid(MyProc->roleId))
+		return false;
+	if (!OidIsValid(MyDatabaseId) && !(am_walsender && !am_db_walsender))
+		return false;
+	*dbid = MyDatabaseId;
+	*userid = MyProc->roleId;
+	return true;
+}
+
 /* shared memory */
 extern void sslr_slots_shmem_request(void);
 extern void sslr_slots_shmem_startup(void);
@@ -92,7 +112,6 @@ extern void sslr_take_slot(int index, Port *port);
 extern void sslr_free_slot(void);
 
 /* the owner's writes */
-extern bool sslr_session_identity(Oid *dbid, Oid *userid);
 extern bool sslr_publish_userid(void);
 extern void sslr_publish_cipher(SSL *ssl);
 extern void sslr_publish_rekey_pending(bool pending);

@@ -236,11 +236,13 @@ ssl_renegotiate_rekey_1_1(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(true);
 }
 
-/* The columns of the totals, from connections to stats_reset. */
-static int
-sslr_put_totals(Datum *values, int c, int64 connections, const SslrTally *t,
+/* The SSLR_TOTALS_COLS columns of the totals, connections to stats_reset. */
+static void
+sslr_put_totals(Datum *values, int64 connections, const SslrTally *t,
 				TimestampTz stats_reset)
 {
+	int			c = 0;
+
 	values[c++] = Int64GetDatum(connections);
 	values[c++] = Int64GetDatum(t->bytes[SSLR_SENT]);
 	values[c++] = Int64GetDatum(t->bytes[SSLR_RECEIVED]);
@@ -254,7 +256,7 @@ sslr_put_totals(Datum *values, int c, int64 connections, const SslrTally *t,
 	values[c++] = Int64GetDatum(t->peer_renegotiations_refused);
 	values[c++] = Int64GetDatum(t->terminations);
 	values[c++] = TimestampTzGetDatum(stats_reset);
-	return c;
+	Assert(c == SSLR_TOTALS_COLS);
 }
 
 Datum
@@ -264,15 +266,13 @@ ssl_renegotiate_totals_1_0(PG_FUNCTION_ARGS)
 	SslrTotals	totals;
 	Datum		values[SSLR_TOTALS_COLS];
 	bool		nulls[SSLR_TOTALS_COLS] = {0};
-	int			c PG_USED_FOR_ASSERTS_ONLY;
 
 	sslr_require_preload();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
 	sslr_read_totals(&totals, sslr_may_see);
-	c = sslr_put_totals(values, 0, totals.connections, &totals.tally, totals.stats_reset);
-	Assert(c == SSLR_TOTALS_COLS);
+	sslr_put_totals(values, totals.connections, &totals.tally, totals.stats_reset);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -300,13 +300,11 @@ ssl_renegotiate_database_role_totals_1_2(PG_FUNCTION_ARGS)
 	{
 		Datum		values[SSLR_ROLE_TOTALS_COLS];
 		bool		nulls[SSLR_ROLE_TOTALS_COLS] = {0};
-		int			c = 0;
 
-		values[c++] = ObjectIdGetDatum(rows[i].key.dbid);
-		values[c++] = ObjectIdGetDatum(rows[i].key.userid);
-		c = sslr_put_totals(values, c, rows[i].connections, &rows[i].tally,
-							rows[i].stats_reset);
-		Assert(c == SSLR_ROLE_TOTALS_COLS);
+		values[0] = ObjectIdGetDatum(rows[i].key.dbid);
+		values[1] = ObjectIdGetDatum(rows[i].key.userid);
+		sslr_put_totals(values + 2, rows[i].connections, &rows[i].tally,
+						rows[i].stats_reset);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
