@@ -11,6 +11,7 @@ OBJS = \
 	keyupdate.o \
 	policy.o \
 	renegotiation.o \
+	role_totals.o \
 	sendpoint.o \
 	settings.o \
 	slots.o \

@@ -233,6 +233,7 @@ sslr_take_slot(int index, Port *port)
 	SSLR_BEGIN_WRITE(&entry->slot);
 	entry->slot.pid = MyProcPid;
 	entry->slot.userid = InvalidOid;	/* not known yet: see sslr_publish_userid */
+	entry->slot.identity_known = false;	/* nor the database */
 	entry->slot.is_walsender = am_walsender;
 	strlcpy(entry->slot.version, SSL_get_version(port->ssl), sizeof(entry->slot.version));
 	strlcpy(entry->slot.cipher, SSL_get_cipher_name(port->ssl), sizeof(entry->slot.cipher));
@@ -269,22 +270,29 @@ sslr_free_slot(void)
 }
 
 /*
- * The session user is set after authentication; policy.c calls this from
- * the next safe points until it is known.  Returns true once published.
+ * The session user and database are set after authentication; policy.c
+ * calls this from the next safe points until both are known.  The user is
+ * published as soon as it is known.  Returns true once both are.
  */
 bool
 sslr_publish_userid(void)
 {
 	SslrSlot   *slot = sslr_my_slot;
+	Oid			dbid = InvalidOid;
+	Oid			userid;
+	bool		known;
 
-	if (slot == &sslr_local_slot || OidIsValid(slot->userid))
+	if (slot == &sslr_local_slot || slot->identity_known)
 		return true;
 	if (MyProc == NULL || !OidIsValid(MyProc->roleId))
 		return false;
+	known = sslr_session_identity(&dbid, &userid);
 	SSLR_BEGIN_WRITE(slot);
 	slot->userid = MyProc->roleId;
+	slot->dbid = dbid;
+	slot->identity_known = known;
 	SSLR_END_WRITE(slot);
-	return true;
+	return known;
 }
 
 /*

@@ -13,8 +13,11 @@
 
 #include "datatype/timestamp.h"
 #include "libpq/libpq-be.h"
+#include "miscadmin.h"
 #include "port/atomics.h"
+#include "replication/walsender.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
 
 #include <openssl/ssl.h>
 
@@ -61,6 +64,8 @@ typedef struct SslrSlot
 	int			changecount;
 	int			pid;			/* 0 when the slot is free */
 	Oid			userid;
+	Oid			dbid;			/* 0: a walsender without a database */
+	bool		identity_known; /* userid and dbid are final */
 	bool		is_walsender;
 	char		version[SSLR_VERSION_LEN];
 	char		cipher[SSLR_CIPHER_LEN];
@@ -86,6 +91,23 @@ extern SSLR_HOT_DATA pg_atomic_uint64 *sslr_my_requests;
 	do { (slot)->changecount++; pg_write_barrier(); } while (0)
 #define SSLR_END_WRITE(slot) \
 	do { pg_write_barrier(); (slot)->changecount++; } while (0)
+
+/*
+ * This backend's role and database, once InitPostgres has set both (after
+ * ClientAuthentication_hook).  A walsender for physical replication has no
+ * database: dbid 0.
+ */
+static inline bool
+sslr_session_identity(Oid *dbid, Oid *userid)
+{
+	if (MyProc == NULL || !OidIsValid(MyProc->roleId))
+		return false;
+	if (!OidIsValid(MyDatabaseId) && !(am_walsender && !am_db_walsender))
+		return false;
+	*dbid = MyDatabaseId;
+	*userid = MyProc->roleId;
+	return true;
+}
 
 /* shared memory */
 extern void sslr_slots_shmem_request(void);

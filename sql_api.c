@@ -6,20 +6,21 @@
  *
  * Visibility follows pg_stat_activity: every TLS backend is listed with its
  * pid, but its counters are NULL unless the caller has pg_read_all_stats or
- * the privileges of the backend's role.  The totals follow the same rule:
- * they add a live backend's traffic only if the caller may see its row;
- * everything else they hold was folded in at a backend's exit, or counted
- * before authentication, when a connection has no role yet (README,
- * "Who sees what").
+ * the privileges of the backend's role.  The totals, and the totals per
+ * database and role, follow the same rule: they add a live backend's
+ * traffic only if the caller may see its row; everything else they hold
+ * was folded in at a backend's exit, or counted before authentication,
+ * when a connection has no role yet (README, "Who sees what").
  *
  * The limits in force (1.2's last columns) are what each backend published
  * in its slot, since no backend can read another's settings (key_limits.c).
  *
  * Reading other backends' state, this file takes no lock of its own:
  * slots are copied with their change-count protocol (sslr_read_slot), the
- * totals are read and reset under the extension's LWLock (totals.c), and
- * a request is counted under it held shared (slots.c).  This session's
- * own slot is read as it is: only this backend writes it.
+ * totals are read and reset under the extension's LWLock (totals.c,
+ * role_totals.c), and a request is counted under it held shared
+ * (slots.c).  This session's own slot is read as it is: only this backend
+ * writes it.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -40,6 +41,7 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "role_totals.h"
 #include "slots.h"
 #include "totals.h"
 
@@ -49,6 +51,9 @@ PG_FUNCTION_INFO_V1(ssl_renegotiate_activity_1_2);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_rekey_1_1);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_totals_1_0);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_reset_1_0);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_database_role_totals_1_2);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_database_role_totals_info_1_2);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_reset_database_role_totals_1_2);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_bytes_sent);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_bytes_received);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_records_sent);
@@ -79,6 +84,7 @@ static const int sslr_activity_cols[] = {
 	[SSLR_API_V1_2] = SSLR_ACTIVITY_COLS_V1_2
 };
 #define SSLR_TOTALS_COLS 13
+#define SSLR_ROLE_TOTALS_COLS (2 + SSLR_TOTALS_COLS)
 
 static void
 sslr_require_preload(void)
@@ -329,23 +335,14 @@ ssl_renegotiate_rekey_1_1(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(true);
 }
 
-Datum
-ssl_renegotiate_totals_1_0(PG_FUNCTION_ARGS)
+/* The SSLR_TOTALS_COLS columns of the totals, connections to stats_reset. */
+static void
+sslr_put_totals(Datum *values, int64 connections, const SslrTally *t,
+				TimestampTz stats_reset)
 {
-	TupleDesc	tupdesc;
-	SslrTotals	totals;
-	Datum		values[SSLR_TOTALS_COLS];
-	bool		nulls[SSLR_TOTALS_COLS] = {0};
-	const SslrTally *t = &totals.tally;
 	int			c = 0;
 
-	sslr_require_preload();
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-
-	sslr_read_totals(&totals, sslr_may_see);
-
-	values[c++] = Int64GetDatum(totals.connections);
+	values[c++] = Int64GetDatum(connections);
 	values[c++] = Int64GetDatum(t->bytes[SSLR_SENT]);
 	values[c++] = Int64GetDatum(t->bytes[SSLR_RECEIVED]);
 	values[c++] = Int64GetDatum(t->records[SSLR_SENT]);
@@ -357,8 +354,24 @@ ssl_renegotiate_totals_1_0(PG_FUNCTION_ARGS)
 	values[c++] = Int64GetDatum(t->rekeys_skipped);
 	values[c++] = Int64GetDatum(t->peer_renegotiations_refused);
 	values[c++] = Int64GetDatum(t->terminations);
-	values[c++] = TimestampTzGetDatum(totals.stats_reset);
+	values[c++] = TimestampTzGetDatum(stats_reset);
 	Assert(c == SSLR_TOTALS_COLS);
+}
+
+Datum
+ssl_renegotiate_totals_1_0(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	SslrTotals	totals;
+	Datum		values[SSLR_TOTALS_COLS];
+	bool		nulls[SSLR_TOTALS_COLS] = {0};
+
+	sslr_require_preload();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	sslr_read_totals(&totals, sslr_may_see);
+	sslr_put_totals(values, totals.connections, &totals.tally, totals.stats_reset);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -368,6 +381,61 @@ ssl_renegotiate_reset_1_0(PG_FUNCTION_ARGS pg_attribute_unused())
 {
 	sslr_require_preload();
 	sslr_reset_totals();
+	PG_RETURN_VOID();
+}
+
+/* One row per (database, role); live sessions for those who may see them. */
+Datum
+ssl_renegotiate_database_role_totals_1_2(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	SslrRoleEntry *rows;
+	int			nrows;
+
+	sslr_require_preload();
+	InitMaterializedSRF(fcinfo, 0);
+	nrows = sslr_read_role_totals(&rows, sslr_may_see);
+	for (int i = 0; i < nrows; i++)
+	{
+		Datum		values[SSLR_ROLE_TOTALS_COLS];
+		bool		nulls[SSLR_ROLE_TOTALS_COLS] = {0};
+
+		values[0] = ObjectIdGetDatum(rows[i].key.dbid);
+		values[1] = ObjectIdGetDatum(rows[i].key.userid);
+		sslr_put_totals(values + 2, rows[i].connections, &rows[i].tally,
+						rows[i].stats_reset);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+Datum
+ssl_renegotiate_database_role_totals_info_1_2(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	SslrRoleInfo info;
+	Datum		values[2];
+	bool		nulls[2] = {0};
+
+	sslr_require_preload();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	sslr_read_role_totals_info(&info);
+	values[0] = Int64GetDatum(info.evicted);
+	values[1] = TimestampTzGetDatum(info.stats_reset);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* Not strict: a NULL database or role means every one. */
+Datum
+ssl_renegotiate_reset_database_role_totals_1_2(PG_FUNCTION_ARGS)
+{
+	Oid			dbid = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
+	Oid			userid = PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1);
+
+	sslr_require_preload();
+	sslr_reset_role_totals(PG_ARGISNULL(0) ? NULL : &dbid,
+						   PG_ARGISNULL(1) ? NULL : &userid);
 	PG_RETURN_VOID();
 }
 

@@ -12,8 +12,8 @@
  *
  * Hooks, each chained to the one it replaces:
  *	- shmem_request_hook / shmem_startup_hook: slots and totals (slots.c,
- *	  totals.c), and in the postmaster the totals kept across a clean
- *	  restart (statsfile.c)
+ *	  totals.c, role_totals.c), and in the postmaster the totals kept
+ *	  across a clean restart (statsfile.c)
  *	- ClientAuthentication_hook: the TLS connection is up; attach this
  *	  backend's slot, count there, start enforcing and wrap the send
  *	  path (totals.c, accounting.c, policy.c, sendpoint.c)
@@ -36,6 +36,7 @@
 
 #include "accounting.h"
 #include "policy.h"
+#include "role_totals.h"
 #include "sendpoint.h"
 #include "settings.h"
 #include "slots.h"
@@ -65,6 +66,7 @@ sslr_shmem_request_hook(void)
 		prev_shmem_request_hook();
 	sslr_slots_shmem_request();
 	sslr_totals_shmem_request();
+	sslr_role_totals_shmem_request();
 }
 
 static void
@@ -74,6 +76,7 @@ sslr_shmem_startup_hook(void)
 		prev_shmem_startup_hook();
 	sslr_slots_shmem_startup();
 	sslr_totals_shmem_startup();
+	sslr_role_totals_shmem_startup();
 	sslr_statsfile_startup();
 }
 
@@ -170,6 +173,15 @@ sslr_define_settings(void)
 							PGC_SUSET,
 							0,
 							NULL, sslr_assign_policy_setting, NULL);
+
+	DefineCustomIntVariable("ssl_renegotiate.max_database_role_totals",
+							"Sets the number of (database, role) pairs whose TLS totals are kept.",
+							"When a new pair finds the table full, the pair with the fewest bytes is evicted.",
+							&sslr_max_database_role_totals,
+							SSLR_MAX_DATABASE_ROLE_TOTALS_DEFAULT, 1, INT_MAX / 2,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("ssl_renegotiate");
 }

@@ -68,4 +68,15 @@ typedef struct SslrTally
 StaticAssertDecl(sizeof(SslrTally) % sizeof(int64) == 0,
 				 "SslrTally must consist of int64 members only");
 
+/* dst += sign * src, field by field */
+static inline void
+sslr_tally_add(SslrTally *dst, const SslrTally *src, int sign)
+{
+	int64	   *d = (int64 *) dst;
+	const int64 *s = (const int64 *) src;
+
+	for (int i = 0; i < (int) SSLR_TALLY_FIELDS; i++)
+		d[i] += sign * s[i];
+}
+
 #endif							/* SSLR_TYPES_H */

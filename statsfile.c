@@ -4,16 +4,19 @@
  *	  The totals across a clean restart: format, checksum, writing at a
  *	  clean shutdown, reading at start.
  *
- * The postmaster writes the totals (totals.c) to a file of ours under
- * pg_stat/ when it exits after a shutdown checkpoint, and reads and
- * removes that file when it creates shared memory, so that after a crash
- * (or an immediate stop) they start again from zero.  Only the postmaster
+ * The postmaster writes the totals (totals.c) and the totals per database
+ * and role (role_totals.c) to a file of ours under pg_stat/ when it exits
+ * after a shutdown checkpoint, and reads and removes that file when it
+ * creates shared memory, so that after a crash (or an immediate stop) they
+ * start again from zero.  Only the postmaster
  * runs this file, when no backend is left or none has started yet: there
  * is nothing to lock.
  *
  * The file is the totals as they are in memory, with a magic number, a
- * format number and their size in front and a CRC-32C of all of it
- * behind; a file that fails any check is ignored (and said so in the log).
+ * format number and their size in front, then (since format 2) the
+ * entries per database and role, and a CRC-32C of all of it behind; a
+ * file that fails any check is ignored (and said so in the log).  A
+ * format 1 file, of version 1.1, is still read.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -22,6 +25,7 @@
 #include "postgres.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "access/xlog_internal.h"
@@ -31,30 +35,74 @@
 #include "port/pg_crc32c.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
+#include "utils/memutils.h"
 
+#include "role_totals.h"
 #include "statsfile.h"
 #include "totals.h"
 
 #define SSLR_TOTALS_FILE	PGSTAT_STAT_PERMANENT_DIRECTORY "/ssl_renegotiate.stat"
 #define SSLR_TOTALS_MAGIC	0x534c5352	/* "SSLR" */
-#define SSLR_TOTALS_FORMAT	1
+#define SSLR_TOTALS_FORMAT	2
 
-typedef struct SslrTotalsFile
+/*
+ * Format 1 (version 1.1): the cluster totals alone, as in memory, then the
+ * checksum.  Still read, never written.
+ */
+typedef struct SslrTotalsFileV1
 {
 	uint32		magic;
 	uint32		format;
 	uint32		size;			/* sizeof(SslrTotals) */
 	SslrTotals	totals;
 	pg_crc32c	crc;			/* of everything above */
-} SslrTotalsFile;
+} SslrTotalsFileV1;
+
+/*
+ * Format 2: the same beginning, then the totals per database and role:
+ * this header, nentries entries (role_totals.c), and a CRC-32C of all of
+ * it.
+ */
+typedef struct SslrTotalsFileHeader
+{
+	uint32		magic;
+	uint32		format;
+	uint32		size;			/* sizeof(SslrTotals) */
+	uint32		entry_size;		/* sizeof(SslrRoleEntry) */
+	SslrTotals	totals;
+	SslrRoleInfo role_info;
+	int64		nentries;
+} SslrTotalsFileHeader;
+
+/* The file as it is written: a stream whose checksum grows with it. */
+typedef struct SslrFileWriter
+{
+	FILE	   *file;
+	pg_crc32c	crc;
+	bool		ok;
+} SslrFileWriter;
+
+static void
+sslr_file_write(SslrFileWriter *w, const void *data, size_t len)
+{
+	COMP_CRC32C(w->crc, data, len);
+	if (w->ok && fwrite(data, len, 1, w->file) != 1)
+		w->ok = false;
+}
+
+static void
+sslr_file_write_entry(const SslrRoleEntry *entry, void *arg)
+{
+	sslr_file_write((SslrFileWriter *) arg, entry, sizeof(*entry));
+}
 
 static pg_crc32c
-sslr_totals_crc(const SslrTotalsFile *data)
+sslr_crc_of(const void *data, size_t len)
 {
 	pg_crc32c	crc;
 
 	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, data, offsetof(SslrTotalsFile, crc));
+	COMP_CRC32C(crc, data, len);
 	FIN_CRC32C(crc);
 	return crc;
 }
@@ -89,33 +137,42 @@ sslr_shut_down_cleanly(void)
 		(control.state == DB_SHUTDOWNED || control.state == DB_SHUTDOWNED_IN_RECOVERY);
 }
 
-/* At postmaster exit: keep the totals if the cluster shut down cleanly. */
+/*
+ * At postmaster exit: keep the totals, and the totals per database and
+ * role, if the cluster shut down cleanly.
+ */
 static void
 sslr_statsfile_write(int code, Datum arg pg_attribute_unused())
 {
-	SslrTotalsFile data;
-	FILE	   *file;
-	bool		written;
+	SslrTotalsFileHeader header;
+	SslrFileWriter w;
 
-	memset(&data, 0, sizeof(data));
-	if (code != 0 || !sslr_shut_down_cleanly() || !sslr_totals_to_keep(&data.totals))
+	memset(&header, 0, sizeof(header));
+	if (code != 0 || !sslr_shut_down_cleanly() || !sslr_totals_to_keep(&header.totals) ||
+		!sslr_role_totals_to_keep(&header.role_info, &header.nentries))
 		return;
 
-	data.magic = SSLR_TOTALS_MAGIC;
-	data.format = SSLR_TOTALS_FORMAT;
-	data.size = sizeof(SslrTotals);
-	data.crc = sslr_totals_crc(&data);
+	header.magic = SSLR_TOTALS_MAGIC;
+	header.format = SSLR_TOTALS_FORMAT;
+	header.size = sizeof(SslrTotals);
+	header.entry_size = sizeof(SslrRoleEntry);
 
-	file = AllocateFile(SSLR_TOTALS_FILE ".tmp", PG_BINARY_W);
-	if (file == NULL)
+	w.file = AllocateFile(SSLR_TOTALS_FILE ".tmp", PG_BINARY_W);
+	if (w.file == NULL)
 	{
 		ereport(LOG,
 				(errcode_for_file_access(),
 				 errmsg("could not write file \"%s\": %m", SSLR_TOTALS_FILE ".tmp")));
 		return;
 	}
-	written = fwrite(&data, sizeof(data), 1, file) == 1;
-	if (FreeFile(file) != 0 || !written)
+	w.ok = true;
+	INIT_CRC32C(w.crc);
+	sslr_file_write(&w, &header, sizeof(header));
+	sslr_role_totals_foreach(sslr_file_write_entry, &w);
+	FIN_CRC32C(w.crc);
+	if (w.ok && fwrite(&w.crc, sizeof(w.crc), 1, w.file) != 1)
+		w.ok = false;
+	if (FreeFile(w.file) != 0 || !w.ok)
 	{
 		ereport(LOG,
 				(errcode_for_file_access(),
@@ -127,6 +184,64 @@ sslr_statsfile_write(int code, Datum arg pg_attribute_unused())
 }
 
 /*
+ * Check a file's content, and restore what it holds; or say what is wrong
+ * with it.  Format 1 holds the cluster totals only: the totals per
+ * database and role then start empty.
+ */
+static const char *
+sslr_statsfile_restore(const char *data, size_t len)
+{
+	SslrTotalsFileHeader header;
+	SslrTotalsFileV1 v1;
+	size_t		entries_len;
+	pg_crc32c	crc;
+
+	if (len < offsetof(SslrTotalsFileHeader, entry_size))
+		return "it is not of the expected size";
+	memcpy(&header, data, offsetof(SslrTotalsFileHeader, entry_size));
+	if (header.magic != SSLR_TOTALS_MAGIC || header.size != sizeof(SslrTotals) ||
+		(header.format != 1 && header.format != SSLR_TOTALS_FORMAT))
+		return "it is of another format";
+
+	if (header.format == 1)
+	{
+		if (len != sizeof(v1))
+			return "it is not of the expected size";
+		memcpy(&v1, data, sizeof(v1));
+		if (!EQ_CRC32C(v1.crc, sslr_crc_of(&v1, offsetof(SslrTotalsFileV1, crc))))
+			return "its checksum does not match";
+		sslr_totals_restore(&v1.totals);
+		return NULL;
+	}
+
+	if (len < sizeof(header) + sizeof(crc))
+		return "it is not of the expected size";
+	memcpy(&header, data, sizeof(header));
+	if (header.entry_size != sizeof(SslrRoleEntry))
+		return "it is of another format";
+	entries_len = len - sizeof(header) - sizeof(crc);
+	if (header.nentries < 0 || entries_len % sizeof(SslrRoleEntry) != 0 ||
+		entries_len / sizeof(SslrRoleEntry) != (uint64) header.nentries)
+		return "it is not of the expected size";
+	memcpy(&crc, data + len - sizeof(crc), sizeof(crc));
+	if (!EQ_CRC32C(crc, sslr_crc_of(data, len - sizeof(crc))))
+		return "its checksum does not match";
+
+	sslr_totals_restore(&header.totals);
+	if (header.nentries > 0)
+	{
+		SslrRoleEntry *entries = palloc(entries_len);
+
+		memcpy(entries, data + sizeof(header), entries_len);
+		sslr_role_totals_restore(&header.role_info, entries, header.nentries);
+		pfree(entries);
+	}
+	else
+		sslr_role_totals_restore(&header.role_info, NULL, 0);
+	return NULL;
+}
+
+/*
  * When the postmaster creates shared memory: the totals saved at the last
  * clean shutdown, if any.  The file is removed once read, so that a crash
  * restart finds none.
@@ -134,9 +249,10 @@ sslr_statsfile_write(int code, Datum arg pg_attribute_unused())
 static void
 sslr_statsfile_read(void)
 {
-	SslrTotalsFile data;
 	const char *problem = NULL;
 	FILE	   *file = AllocateFile(SSLR_TOTALS_FILE, PG_BINARY_R);
+	struct stat st;
+	char	   *data = NULL;
 
 	if (file == NULL)
 	{
@@ -146,13 +262,17 @@ sslr_statsfile_read(void)
 					 errmsg("could not read file \"%s\": %m", SSLR_TOTALS_FILE)));
 		return;
 	}
-	if (fread(&data, sizeof(data), 1, file) != 1 || fgetc(file) != EOF)
+	if (fstat(fileno(file), &st) != 0 || (Size) st.st_size > MaxAllocSize)
 		problem = "it is not of the expected size";
-	else if (data.magic != SSLR_TOTALS_MAGIC || data.format != SSLR_TOTALS_FORMAT ||
-			 data.size != sizeof(SslrTotals))
-		problem = "it is of another format";
-	else if (!EQ_CRC32C(data.crc, sslr_totals_crc(&data)))
-		problem = "its checksum does not match";
+	else
+	{
+		data = palloc(Max(st.st_size, 1));
+		if ((st.st_size > 0 && fread(data, st.st_size, 1, file) != 1) || fgetc(file) != EOF)
+			problem = "it is not of the expected size";
+		else
+			problem = sslr_statsfile_restore(data, st.st_size);
+		pfree(data);
+	}
 	FreeFile(file);
 
 	if (problem)
@@ -160,8 +280,6 @@ sslr_statsfile_read(void)
 				(errmsg("ssl_renegotiate: ignoring the totals saved in \"%s\": %s",
 						SSLR_TOTALS_FILE, problem),
 				 errdetail("The totals start again from zero.")));
-	else
-		sslr_totals_restore(&data.totals);
 	unlink(SSLR_TOTALS_FILE);
 }
 

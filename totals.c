@@ -35,6 +35,7 @@
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 
+#include "role_totals.h"
 #include "slots.h"
 #include "totals.h"
 
@@ -80,16 +81,6 @@ sslr_totals_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
-static void
-sslr_tally_add(SslrTally *dst, const SslrTally *src, int sign)
-{
-	int64	   *d = (int64 *) dst;
-	const int64 *s = (const int64 *) src;
-
-	for (int i = 0; i < (int) SSLR_TALLY_FIELDS; i++)
-		d[i] += sign * s[i];
-}
-
 /* The totals of exited backends plus the early sums; under the lock or alone. */
 static void
 sslr_totals_with_early(SslrTotals *totals)
@@ -124,7 +115,10 @@ sslr_totals_attach(Port *port)
 	before_shmem_exit(sslr_totals_detach, (Datum) 0);
 }
 
-/* At backend exit: fold the slot into the totals and free it. */
+/*
+ * At backend exit: fold the slot into the totals, and into its database
+ * and role's (role_totals.c) in the same step, and free it.
+ */
 static void
 sslr_totals_detach(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
 {
@@ -138,6 +132,7 @@ sslr_totals_detach(int code pg_attribute_unused(), Datum arg pg_attribute_unused
 	sslr_tally_add(&sslr_totals->totals.tally, &sslr_my_slot->stats.tally, 1);
 	sslr_tally_add(&sslr_totals->totals.tally, baseline, -1);
 	memset(baseline, 0, sizeof(*baseline));
+	sslr_role_totals_fold(sslr_my_index, &sslr_my_slot->stats.tally);
 	sslr_free_slot();
 	sslr_my_index = -1;
 	LWLockRelease(sslr_slots_lock());

@@ -9,6 +9,12 @@ SELECT * FROM ssl_renegotiate_totals;
 \echo :LAST_ERROR_SQLSTATE
 SELECT ssl_renegotiate_reset();
 \echo :LAST_ERROR_SQLSTATE
+SELECT * FROM ssl_renegotiate_database_role_totals;
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM ssl_renegotiate_database_role_totals_info;
+\echo :LAST_ERROR_SQLSTATE
+SELECT ssl_renegotiate_reset_database_role_totals();
+\echo :LAST_ERROR_SQLSTATE
 SELECT ssl_renegotiate_bytes_sent();
 \echo :LAST_ERROR_SQLSTATE
 SELECT ssl_renegotiate_rekeys_received();

@@ -10,10 +10,16 @@ SET ROLE regress_sslr_user;
 -- Reading is allowed (rows of other roles carry NULL counters).
 SELECT count(*) >= 0 AS can_read_activity FROM ssl_renegotiate_activity;
 SELECT count(*) AS totals_rows FROM ssl_renegotiate_totals;
+SELECT count(*) >= 0 AS can_read_database_role_totals FROM ssl_renegotiate_database_role_totals;
+SELECT count(*) AS database_role_totals_info_rows FROM ssl_renegotiate_database_role_totals_info;
 SELECT ssl_renegotiate_bytes_sent() IS NULL AS own_counter_null_without_tls;
 
 -- Resetting is not.
 SELECT ssl_renegotiate_reset();
+\echo :LAST_ERROR_SQLSTATE
+SELECT ssl_renegotiate_reset_database_role_totals();
+\echo :LAST_ERROR_SQLSTATE
+SELECT ssl_renegotiate_reset_database_role_totals(0, 'regress_sslr_user'::regrole);
 \echo :LAST_ERROR_SQLSTATE
 
 -- Nor is weakening the settings, in a session or for the cluster.
@@ -47,6 +53,14 @@ SET ROLE regress_sslr_reader;
 SELECT ssl_renegotiate_reset();
 RESET ROLE;
 REVOKE EXECUTE ON FUNCTION ssl_renegotiate_reset() FROM regress_sslr_reader;
+GRANT EXECUTE ON FUNCTION ssl_renegotiate_reset_database_role_totals(oid, oid)
+    TO regress_sslr_reader;
+SET ROLE regress_sslr_reader;
+SELECT ssl_renegotiate_reset_database_role_totals(userid => 'regress_sslr_user'::regrole);
+SELECT ssl_renegotiate_reset_database_role_totals();
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION ssl_renegotiate_reset_database_role_totals(oid, oid)
+    FROM regress_sslr_reader;
 
 DROP ROLE regress_sslr_user;
 DROP ROLE regress_sslr_reader;

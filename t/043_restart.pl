@@ -10,6 +10,10 @@
 #  3. A file that is truncated, of another format, or whose checksum does
 #     not match is ignored, with a LOG line that says which, and the totals
 #     start from zero; the server starts normally.
+#  4. The file is of format 2 (since 1.2: the totals per database and role
+#     follow the cluster's); a file of format 1, as 1.1 wrote it, is still
+#     read: the totals are those it holds, and the totals per database and
+#     role start empty (t/046_database_role_totals.pl tests format 2's).
 #
 # Run as the OS user owning the tree (see t/000_harness.pl).
 
@@ -116,6 +120,38 @@ damaged(
 		rewrite(sub { my $d = shift; substr($d, 20, 1) = chr(ord(substr($d, 20, 1)) ^ 0xff); $d });
 	},
 	'its checksum does not match');
+
+# 4. format 1, as written by 1.1: magic, format, size of the totals (and 4
+# bytes of padding), the totals, their CRC-32C (and 4 bytes of padding)
+sub crc32c
+{
+	my ($data) = @_;
+	my $crc = 0xffffffff;
+	for my $byte (unpack('C*', $data))
+	{
+		$crc ^= $byte;
+		$crc = ($crc & 1) ? (($crc >> 1) ^ 0x82f63b78) : ($crc >> 1) for 1 .. 8;
+	}
+	return $crc ^ 0xffffffff;
+}
+
+traffic();
+$before = totals();
+$node->stop;
+rewrite(
+	sub {
+		my $d = shift;
+		my ($magic, $format, $size) = unpack('LLL', $d);
+		is($format, 2, 'the file is of format 2');
+		my $v1 = pack('LLLL', $magic, 1, $size, 0) . substr($d, 16, $size);
+		return $v1 . pack('LL', crc32c($v1), 0);
+	});
+$node->start;
+is_deeply(totals(), $before, 'a format 1 file is read: the totals are kept');
+is($node->safe_psql('postgres',
+		'SELECT count(*) FROM ssl_renegotiate_database_role_totals'),
+	'0', 'a format 1 file is read: no totals per database and role');
+ok(!-e $file, 'a format 1 file is removed once read');
 
 is($node->safe_psql('postgres', 'SELECT 1', connstr => tls_connstr($node)),
 	'1', 'the server works after all of it');

@@ -22,7 +22,8 @@
 #
 # Once every counter has settled, /metrics is scraped over HTTP and each
 # ssl_renegotiate_* series must equal what the views (read over the Unix
-# socket just before and just after, unchanged) say: the totals, the live
+# socket just before and just after, unchanged) say: the totals, the
+# totals per database and role (labels datname and usename), the live
 # connections' largest keys and states, pg_stat_ssl's versions, the
 # settings.  Checked three times: ssl_renegotiate.interval off (nothing
 # past it), the interval at 1s (P, busy, is past it), and after every
@@ -174,6 +175,36 @@ sub expected
 		  $t->{"records_$dir"};
 		$e{"ssl_renegotiate_traffic_key_rotations_total{direction=$dir}"} =
 		  $t->{"rekeys_$dir"};
+	}
+
+	for my $r (
+		@{
+			json_rows(
+				q{SELECT coalesce(datname, nullif(dbid, 0::oid)::text, '') AS datname,
+				         coalesce(usename, userid::text) AS usename, connections,
+				         terminations, rekey_failures, bytes_sent, bytes_received,
+				         records_sent, records_received, rekeys_sent, rekeys_received
+				  FROM ssl_renegotiate_database_role_totals})
+		})
+	{
+		my $l = "datname=$r->{datname}";
+		my $u = "usename=$r->{usename}";
+		$e{"ssl_renegotiate_database_role_connections_total{$l,$u}"} =
+		  $r->{connections};
+		$e{"ssl_renegotiate_database_role_terminations_total{$l,$u}"} =
+		  $r->{terminations};
+		$e{"ssl_renegotiate_database_role_rotation_failures_total{$l,$u}"} =
+		  $r->{rekey_failures};
+		for my $dir ('sent', 'received')
+		{
+			my $k = "{$l,direction=$dir,$u}";
+			$e{"ssl_renegotiate_database_role_traffic_bytes_total$k"} =
+			  $r->{"bytes_$dir"};
+			$e{"ssl_renegotiate_database_role_traffic_records_total$k"} =
+			  $r->{"records_$dir"};
+			$e{"ssl_renegotiate_database_role_traffic_key_rotations_total$k"} =
+			  $r->{"rekeys_$dir"};
+		}
 	}
 
 	my %setting = map { $_->{name} => $_ } @{
@@ -381,6 +412,12 @@ is($m->{'ssl_renegotiate_tls_connections{version=TLSv1.2}'},
 	1, 'interval off: W on TLS 1.2');
 is($m->{ssl_renegotiate_setting_byte_limit_bytes},
 	$LIMIT, 'interval off: byte_limit in bytes');
+is($m->{'ssl_renegotiate_database_role_connections_total{datname=postgres,usename=postgres}'},
+	4, 'interval off: A, T, R and P under postgres/postgres');
+is($m->{'ssl_renegotiate_database_role_connections_total{datname=postgres,usename=regress_tls12_warn}'},
+	1, 'interval off: W under its own role');
+is($m->{'ssl_renegotiate_database_role_terminations_total{datname=postgres,usename=postgres}'},
+	1, 'interval off: T terminated, under postgres/postgres');
 
 # ---------------------------------------------------------------------
 # 2. interval = 1s: P is busy and its key is older
@@ -414,6 +451,8 @@ $node->poll_query_until('postgres',
 my $text;
 ($m, $text) = check_scrape('all ended');
 is($m->{ssl_renegotiate_connections_total}, 5, 'all ended: 5 connections');
+cmp_ok($m->{'ssl_renegotiate_database_role_traffic_bytes_total{datname=postgres,direction=sent,usename=postgres}'},
+	'>', 2_000_000, 'all ended: A\'s 2 MB COPY TO under postgres/postgres');
 is($m->{'ssl_renegotiate_tls_connections{version=TLSv1.3}'},
 	0, 'all ended: no TLS 1.3 connection');
 
