@@ -10,6 +10,7 @@ OBJS = \
 	key_limits.o \
 	keyupdate.o \
 	policy.o \
+	preauth.o \
 	renegotiation.o \
 	sendpoint.o \
 	settings.o \
