@@ -43,7 +43,9 @@
  * and it has no child slot of its own: from 18 on its MyPMChildSlot is 0,
  * before 18 it inherits the postmaster's last one, which another child
  * owns.  15 and 16 say so in the Port; 17 keeps it in a local variable of
- * BackendInitialize, so preauth.c tells by the owner's pid instead.
+ * BackendInitialize, so there preauth.c finds that buffer owned by a live
+ * process (or, if it was free, the child slot's next owner does) and takes
+ * a free one.
  */
 #if PG_VERSION_NUM >= 180000
 #define SSLR_DEAD_END_BACKEND() (MyBackendType == B_DEAD_END_BACKEND)

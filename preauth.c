@@ -27,11 +27,16 @@
  * The buffers are indexed by MyPMChildSlot, which the postmaster gives
  * every child before its first byte, and which no two live children share.
  * A buffer records the pid of its owner; a new owner claims it with a
- * compare-and-swap of that pid, taking over what a dead owner left (its
- * counts are released with the new owner's leftovers at hand-over).  A
- * backend that finds no free buffer -- dead-end backends, which have no
- * child slot, or a buffer whose recorded owner still lives -- counts
- * straight into the released sums: such a backend never authenticates.
+ * compare-and-swap of that pid, taking over what a dead owner left (those
+ * counts are released at the new owner's hand-over).  Dead-end backends
+ * (too many clients) have no child slot of their own: they, and a backend
+ * whose buffer one of them holds, take any free buffer, of which there
+ * are many (the children that never speak TLS have one each).  Only if
+ * none is free does a backend count straight into the released sums.
+ *
+ * An owner is known to be gone when kill(pid, 0) says there is no such
+ * process: the postmaster frees a child slot only after reaping its child.
+ * A pid taken again by another process only delays the release.
  *
  * Locking rules:
  *	- A buffer's counts are atomics, added to only by its owner, with no
@@ -158,31 +163,48 @@ sslr_owner_gone(uint32 pid)
 	return gone;
 }
 
+/* Make buffer this backend's if its owner is still the one seen. */
+static bool
+sslr_preauth_take(SslrPreauthBuffer *buffer, uint32 *seen)
+{
+	if (!pg_atomic_compare_exchange_u32(&buffer->owner, seen, (uint32) MyProcPid))
+		return false;
+	sslr_my_buffer = buffer;
+	sslr_mode = SSLR_PREAUTH_BUFFER;
+	return true;
+}
+
 /*
- * At this backend's first count: claim the buffer of its child slot, if
- * it is free or its recorded owner is gone.  Atomics and kill() only.
+ * At this backend's first count: claim the buffer of its child slot if it
+ * is free or its recorded owner is gone (a dead owner's counts come with
+ * it), else any free one; with none, count into the released sums.
+ * Atomics and kill() only.
  */
 static void
 sslr_preauth_claim(void)
 {
 	int			index = MyPMChildSlot - 1;
-	SslrPreauthBuffer *buffer;
 	uint32		seen;
 
 	sslr_mode = SSLR_PREAUTH_RELEASED;
 	if (!SSLR_DEAD_END_BACKEND() && index >= 0 && index < sslr_preauth->nbuffers)
 	{
-		buffer = &sslr_preauth->buffers[index];
+		SslrPreauthBuffer *buffer = &sslr_preauth->buffers[index];
+
 		seen = pg_atomic_read_u32(&buffer->owner);
-		while (seen == 0 || sslr_owner_gone(seen))
-		{
-			if (pg_atomic_compare_exchange_u32(&buffer->owner, &seen, (uint32) MyProcPid))
-			{
-				sslr_my_buffer = buffer;
-				sslr_mode = SSLR_PREAUTH_BUFFER;
-				break;
-			}
-		}
+		while ((seen == 0 || sslr_owner_gone(seen)) && !sslr_preauth_take(buffer, &seen))
+			;
+	}
+
+	/*
+	 * A dead-end backend, or one whose buffer a dead-end backend took (its
+	 * child slot before 18 is another child's).  Free buffers are many:
+	 * children that never speak TLS have one too.
+	 */
+	for (int i = sslr_preauth->nbuffers - 1; i >= 0 && sslr_mode != SSLR_PREAUTH_BUFFER; i--)
+	{
+		seen = 0;
+		(void) sslr_preauth_take(&sslr_preauth->buffers[i], &seen);
 	}
 	sslr_preauth_count(-1, 1);	/* the connection */
 }
