@@ -26,6 +26,10 @@
 #     server waits for its startup packet (_exit(): no exit callback): the
 #     plain role sees nothing while the latter is open, and both arrive
 #     once they ended, equal to the kernel's counts.
+#  4. A reset while such a connection waits: zero for every reader, while
+#     it waits and after it ended (its bytes are from before the reset).
+#  5. A clean restart while one waits: its bytes are in the totals the
+#     server keeps across the restart.
 #
 # Run as the OS user owning the tree (see t/000_harness.pl).
 
@@ -35,6 +39,7 @@ use warnings FATAL => 'all';
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use Time::HiRes qw(usleep);
 use Test::More;
 use SslrTest;
 
@@ -253,6 +258,62 @@ sub backend_of_client_port
 		'silent connection: plain role: it arrives once it ended');
 	matches_kernel('silent connection', $plain0, totals_as('regress_plain'),
 		$r, 0, 0);
+}
+
+# Wait until the process is gone (reaped: kill 0 fails only then).
+sub wait_process_gone
+{
+	my ($pid) = @_;
+	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
+	{
+		return 1 unless kill(0, $pid);
+		usleep(100_000);
+	}
+	return 0;
+}
+
+# ---------------------------------------------------------------------
+# 4. a reset while a connection waits for its startup packet
+# ---------------------------------------------------------------------
+{
+	my ($after_reset, $pid);
+	my $r = run_hostile_peer(
+		$peer, $node,
+		args  => [ '--no-startup', 'silence' ],
+		holds => {
+			silent => sub {
+				$node->safe_psql('postgres', 'SELECT ssl_renegotiate_reset()');
+				$after_reset = totals_as('regress_monitor');
+				$pid = backend_of_client_port($_[0]->{client_port});
+				kill('TERM', $pid) if defined $pid;
+			}
+		});
+	is($r->{result}, 'closed', 'reset: the pending connection was ended');
+	ok(defined $pid && wait_process_gone($pid), 'reset: its backend is gone');
+	my $zero = { map { $_ => 0 } keys %$after_reset };
+	is_deeply($after_reset, $zero,
+		'reset: pg_read_all_stats: zero with a connection pending');
+	is_deeply(totals_as('regress_plain'),
+		$zero, 'reset: plain role: zero after it ended (before the reset)');
+	is_deeply(totals_as('regress_monitor'),
+		$zero, 'reset: pg_read_all_stats: zero after it ended too');
+}
+
+# ---------------------------------------------------------------------
+# 5. a clean restart while a connection waits for its startup packet
+# ---------------------------------------------------------------------
+{
+	my $plain0 = totals_as('regress_plain');
+	my $r      = run_hostile_peer(
+		$peer, $node,
+		args  => [ '--no-startup', 'silence' ],
+		holds => { silent => sub { $node->stop('fast') } });
+	is($r->{result}, 'closed', 'restart: the shutdown ended the pending connection');
+	$node->start;
+	my $plain1 = totals_as('regress_plain');
+	is(delta($plain0, $plain1, 'connections'),
+		1, 'restart: the connection is in the totals kept across the restart');
+	matches_kernel('restart', $plain0, $plain1, $r, 0, 0);
 }
 
 unlike(slurp_file($node->logfile),
