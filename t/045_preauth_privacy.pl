@@ -30,6 +30,9 @@
 #     it waits and after it ended (its bytes are from before the reset).
 #  5. A clean restart while one waits: its bytes are in the totals the
 #     server keeps across the restart.
+#  6. A dead-end backend (refused during a smart shutdown: it has no child
+#     slot of its own), silent after its handshake and ended by SIGTERM:
+#     hidden from a plain role while it waits, counted once it ended.
 #
 # Run as the OS user owning the tree (see t/000_harness.pl).
 
@@ -37,6 +40,7 @@ use strict;
 use warnings FATAL => 'all';
 
 use IPC::Run;
+use JSON::PP;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Time::HiRes qw(usleep);
@@ -314,6 +318,58 @@ sub wait_process_gone
 	is(delta($plain0, $plain1, 'connections'),
 		1, 'restart: the connection is in the totals kept across the restart');
 	matches_kernel('restart', $plain0, $plain1, $r, 0, 0);
+}
+
+# ---------------------------------------------------------------------
+# 6. a dead-end backend: refused during a smart shutdown
+# ---------------------------------------------------------------------
+{
+	# A superuser session over the Unix socket (not counted) keeps the
+	# server up and reads the totals, as itself and as regress_plain.
+	my $s = $node->background_psql('postgres');
+	my $totals_as_plain = sub {
+		my $json = $s->query_safe(
+			q{SET ROLE regress_plain;
+			  SELECT row_to_json(x) FROM (SELECT * FROM ssl_renegotiate_totals) x;
+			  RESET ROLE;});
+		my $t = JSON::PP::decode_json($json);
+		delete $t->{stats_reset};
+		return $t;
+	};
+	my $plain0 = $totals_as_plain->();
+	$node->command_ok([ 'pg_ctl', '-D', $node->data_dir, '-m', 'smart', '-W', 'stop' ],
+		'dead end: a smart shutdown begins');
+
+	my ($held_plain, $held_super, $killed);
+	my $r = run_hostile_peer(
+		$peer, $node,
+		args  => [ '--no-startup', 'silence' ],
+		holds => {
+			silent => sub {
+				$held_plain = $totals_as_plain->();
+				my $json = $s->query_safe(
+					'SELECT row_to_json(x) FROM (SELECT * FROM ssl_renegotiate_totals) x');
+				$held_super = JSON::PP::decode_json($json);
+				my $pid = backend_of_client_port($_[0]->{client_port});
+				$killed = defined $pid && kill('TERM', $pid);
+			}
+		});
+	ok($killed, 'dead end: the backend was found and signalled');
+	is_deeply($held_plain, $plain0,
+		'dead end: plain role: nothing moved while it was open');
+	is(delta($plain0, $held_super, 'connections'),
+		1, 'dead end: a superuser sees it live');
+	my $arrived = 0;
+	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
+	{
+		last if ($arrived = $totals_as_plain->()->{connections} == $plain0->{connections} + 1);
+		usleep(100_000);
+	}
+	ok($arrived, 'dead end: plain role: it arrives once it ended');
+	matches_kernel('dead end', $plain0, $totals_as_plain->(), $r, 0, 0);
+	$s->quit;
+	# the shutdown ends with the session; wait for it (or find it over)
+	$node->stop('smart', fail_ok => 1);
 }
 
 unlike(slurp_file($node->logfile),
