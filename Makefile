@@ -10,6 +10,7 @@ OBJS = \
 	key_limits.o \
 	keyupdate.o \
 	policy.o \
+	preauth.o \
 	renegotiation.o \
 	role_totals.o \
 	sendpoint.o \

@@ -20,17 +20,20 @@
  * backend's connection (libpq connections of postgres_fdw or dblink) drop
  * the callback at their first record.
  *
- * Two callbacks: the early one adds each record to the shared early sums
- * too (slots.c), because a backend may leave before authentication by
- * _exit(), with no chance to report.  Once the connection is authenticated
- * and has its shared slot, it switches to the plain one.
+ * Two callbacks: the early one adds each record to the connection's
+ * buffer in shared memory too (preauth.c, through slots.c), because a
+ * backend may leave before authentication by _exit(), with no chance to
+ * report; only privileged readers see that buffer live.  Once the
+ * connection is authenticated and has its shared slot, it switches to the
+ * plain one.
  *
  * Invariants of this file:
  *	- The per-record path does no locking, no allocation, no logging and no
  *	  OpenSSL call: four additions under the slot's change count, a
  *	  comparison with the thresholds (thresholds.h), and one with the
  *	  count of operator requests (before authentication, instead, a few
- *	  atomic additions).
+ *	  atomic additions, and at the first record a compare-and-swap and
+ *	  perhaps a kill(pid, 0) to claim the buffer).
  *	- Anything more (a threshold crossed, a KeyUpdate, a handshake message)
  *	  is handed to policy.c, an alert to renegotiation.c; rare by design.
  *

@@ -24,6 +24,38 @@
 #define SSLR_MY_BACKEND_INDEX (MyBackendId - 1)
 #endif
 
+/*
+ * Postmaster children that can live at once, each with its MyPMChildSlot
+ * (1 .. this), numbered before any TLS handshake: one buffer of counts
+ * before authentication each (preauth.c).  From 18 on the postmaster
+ * numbers the slots before shared memory is sized, and outside a
+ * postmaster (single-user mode) asking is an error; before 18 the count
+ * comes from settings.  Either way a single-user backend has no use for
+ * them.
+ */
+#include "postmaster/postmaster.h"
+#define SSLR_POSTMASTER_CHILD_SLOTS() \
+	(IsPostmasterEnvironment ? MaxLivePostmasterChildren() : 0)
+
+/*
+ * A "dead-end" backend: one the postmaster started only to refuse the
+ * connection (too many clients, shutting down).  It never authenticates,
+ * and it has no child slot of its own: from 18 on its MyPMChildSlot is 0,
+ * before 18 it inherits the postmaster's last one, which another child
+ * owns.  15 and 16 say so in the Port; 17 keeps it in a local variable of
+ * BackendInitialize, so there preauth.c finds that buffer owned by a live
+ * process (or, if it was free, the child slot's next owner does) and takes
+ * a free one.
+ */
+#if PG_VERSION_NUM >= 180000
+#define SSLR_DEAD_END_BACKEND() (MyBackendType == B_DEAD_END_BACKEND)
+#elif PG_VERSION_NUM >= 170000
+#define SSLR_DEAD_END_BACKEND() false
+#else
+#define SSLR_DEAD_END_BACKEND() \
+	(MyProcPort != NULL && MyProcPort->canAcceptConnections != CAC_OK)
+#endif
+
 /* OpenSSL before 1.1.1 has no TLS 1.3 and no key updates. */
 #include <openssl/opensslv.h>
 #if OPENSSL_VERSION_NUMBER < 0x10101000L

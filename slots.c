@@ -2,21 +2,22 @@
  *
  * slots.c
  *	  A connection's counts while it lasts: one slot per possible backend in
- *	  shared memory, and the early sums of connections not yet in one.
+ *	  shared memory, and a local one before and after.
  *
  * There is one slot per possible backend (MaxBackends), indexed by the
  * backend's number, so walsenders have slots too.
  *
  * Where a connection's counts live:
  *	- Before authentication (the TLS handshake, the startup packet) a
- *	  backend counts into a backend-local slot *and*, with atomics, straight
- *	  into the shared "early" sums: such a backend may have no PGPROC (so no
- *	  LWLock), and it may leave by _exit() (startup packet timeout, SIGTERM
- *	  during start-up), which runs no exit callback.  The connection itself
- *	  is counted there at its first record.
+ *	  backend counts into a backend-local slot *and*, with atomics, into
+ *	  its buffer of preauth.c, which only privileged readers see: such a
+ *	  backend may have no PGPROC (so no LWLock), and it may leave by
+ *	  _exit() (startup packet timeout, SIGTERM during start-up), which runs
+ *	  no exit callback.
  *	- From authentication on it counts into its shared slot, which starts
- *	  with the local counts (totals.c records them as the slot's baseline:
- *	  that part is in the early sums already).
+ *	  with the local counts: totals.c hands the buffer over to it in the
+ *	  same step, so the slot carries the handshake, visible as the session
+ *	  is.
  *	- After the slot is freed at exit, later traffic (the closing alert) is
  *	  counted locally only.
  *
@@ -30,7 +31,7 @@
  *	  LWLock held exclusively, which totals.c takes around
  *	  sslr_take_slot and sslr_free_slot so that the totals see a
  *	  connection's counts move in one step.
- *	- The early sums are atomics, added to without any lock.
+ *	- The buffers of preauth.c are atomics, added to without any lock.
  *	- Operator requests (ssl_renegotiate_rekey) are counted by the
  *	  requesters in an atomic beside the slot, under the lock held shared,
  *	  so that a request always reaches the backend that was asked.
@@ -49,14 +50,8 @@
 #include "storage/shmem.h"
 
 #include "compat.h"
+#include "preauth.h"
 #include "slots.h"
-
-/* Counts of connections before authentication: see the file header. */
-typedef struct SslrEarly
-{
-	pg_atomic_uint64 connections;
-	pg_atomic_uint64 tally[SSLR_TALLY_FIELDS];
-} SslrEarly;
 
 typedef struct SslrEntry
 {
@@ -67,7 +62,6 @@ typedef struct SslrEntry
 typedef struct SslrSlots
 {
 	LWLock	   *lock;
-	SslrEarly	early;
 	SslrEntry	entries[FLEXIBLE_ARRAY_MEMBER];
 } SslrSlots;
 
@@ -76,10 +70,6 @@ static SslrSlots *sslr_slots = NULL;
 /* Counts of the handshake, and of the time after detaching. */
 static SslrSlot sslr_local_slot;
 static SslrEntry *sslr_my_entry = NULL;
-
-/* Still before authentication: counts go to the early sums too. */
-static bool sslr_early = true;
-static bool sslr_early_connection_counted = false;
 
 SslrSlot   *sslr_my_slot = &sslr_local_slot;
 
@@ -114,9 +104,6 @@ sslr_slots_shmem_startup(void)
 	{
 		memset(sslr_slots, 0, sslr_slots_shmem_size());
 		sslr_slots->lock = &(GetNamedLWLockTranche("ssl_renegotiate"))->lock;
-		pg_atomic_init_u64(&sslr_slots->early.connections, 0);
-		for (int i = 0; i < (int) SSLR_TALLY_FIELDS; i++)
-			pg_atomic_init_u64(&sslr_slots->early.tally[i], 0);
 		for (int i = 0; i < MaxBackends; i++)
 			pg_atomic_init_u64(&sslr_slots->entries[i].requests, 0);
 	}
@@ -142,7 +129,7 @@ sslr_slot_count(void)
 	return MaxBackends;
 }
 
-/* Index of a member of this backend's tally, as in SslrEarly.tally. */
+/* Index of a member of this backend's tally, as in preauth.c's counts. */
 static inline int
 sslr_tally_field(const int64 *member)
 {
@@ -153,30 +140,19 @@ sslr_tally_field(const int64 *member)
 }
 
 /*
- * One record before authentication, already counted in the local slot:
- * add it to the early sums, and count the connection at its first record.
+ * One record before authentication, counted in the local slot too: into
+ * this connection's buffer (preauth.c), with no lock.
  */
 void
 sslr_count_early_record(SslrDirection dir, int64 wire_bytes)
 {
-	SslrEarly  *early;
-
-	if (sslr_slots == NULL || !sslr_early)
-		return;
-	early = &sslr_slots->early;
-	if (!sslr_early_connection_counted)
-	{
-		sslr_early_connection_counted = true;
-		pg_atomic_fetch_add_u64(&early->connections, 1);
-	}
-	pg_atomic_fetch_add_u64(&early->tally[sslr_tally_field(&sslr_local_slot.stats.tally.bytes[dir])],
-							(uint64) wire_bytes);
-	pg_atomic_fetch_add_u64(&early->tally[sslr_tally_field(&sslr_local_slot.stats.tally.records[dir])], 1);
+	sslr_preauth_count(sslr_tally_field(&sslr_my_slot->stats.tally.bytes[dir]), wire_bytes);
+	sslr_preauth_count(sslr_tally_field(&sslr_my_slot->stats.tally.records[dir]), 1);
 }
 
 /*
  * Add to one of this backend's tally counters (a member of
- * sslr_my_slot->stats.tally); before authentication to the early sums too.
+ * sslr_my_slot->stats.tally); before authentication to its buffer too.
  */
 void
 sslr_count(int64 *counter, int64 amount)
@@ -188,19 +164,7 @@ sslr_count(int64 *counter, int64 amount)
 	*counter += amount;
 	SSLR_END_WRITE(slot);
 
-	if (sslr_early && sslr_slots != NULL)
-		pg_atomic_fetch_add_u64(&sslr_slots->early.tally[field], (uint64) amount);
-}
-
-/* The early sums, as a tally; returns their connection count. */
-int64
-sslr_read_early(SslrTally *tally)
-{
-	int64	   *t = (int64 *) tally;
-
-	for (int i = 0; i < (int) SSLR_TALLY_FIELDS; i++)
-		t[i] = (int64) pg_atomic_read_u64(&sslr_slots->early.tally[i]);
-	return (int64) pg_atomic_read_u64(&sslr_slots->early.connections);
+	sslr_preauth_count(field, amount);
 }
 
 /* The slot this backend takes when it attaches. */
@@ -245,7 +209,6 @@ sslr_take_slot(int index, Port *port)
 	sslr_my_entry = entry;
 	sslr_my_slot = &entry->slot;
 	sslr_my_requests = &entry->requests;
-	sslr_early = false;
 }
 
 /*

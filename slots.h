@@ -2,7 +2,7 @@
  *
  * slots.h
  *	  A connection's counts while it lasts: its slot in shared memory, the
- *	  change-count protocol, the early sums, operator requests.
+ *	  change-count protocol, operator requests.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -119,7 +119,6 @@ extern int	sslr_slot_count(void);
 /* this backend's counting */
 extern void sslr_count_early_record(SslrDirection dir, int64 wire_bytes);
 extern void sslr_count(int64 *counter, int64 amount);
-extern int64 sslr_read_early(SslrTally *tally);
 
 /* taking and freeing this backend's slot (the caller holds the lock) */
 extern int	sslr_backend_slot_index(void);

@@ -11,9 +11,10 @@
  * OpenSSL callback is set on the server's SSL context.
  *
  * Hooks, each chained to the one it replaces:
- *	- shmem_request_hook / shmem_startup_hook: slots and totals (slots.c,
- *	  totals.c, role_totals.c), and in the postmaster the totals kept
- *	  across a clean restart (statsfile.c)
+ *	- shmem_request_hook / shmem_startup_hook: slots, buffers before
+ *	  authentication, totals and totals per database and role (slots.c,
+ *	  preauth.c, totals.c, role_totals.c), and in the postmaster the totals
+ *	  kept across a clean restart (statsfile.c)
  *	- ClientAuthentication_hook: the TLS connection is up; attach this
  *	  backend's slot, count there, start enforcing and wrap the send
  *	  path (totals.c, accounting.c, policy.c, sendpoint.c)
@@ -36,6 +37,7 @@
 
 #include "accounting.h"
 #include "policy.h"
+#include "preauth.h"
 #include "role_totals.h"
 #include "sendpoint.h"
 #include "settings.h"
@@ -65,6 +67,7 @@ sslr_shmem_request_hook(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	sslr_slots_shmem_request();
+	sslr_preauth_shmem_request();
 	sslr_totals_shmem_request();
 	sslr_role_totals_shmem_request();
 }
@@ -75,6 +78,7 @@ sslr_shmem_startup_hook(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	sslr_slots_shmem_startup();
+	sslr_preauth_shmem_startup();
 	sslr_totals_shmem_startup();
 	sslr_role_totals_shmem_startup();
 	sslr_statsfile_startup();
@@ -85,7 +89,7 @@ sslr_shmem_startup_hook(void)
  * point where a TLS connection can take its shared slot.  Logins that fail
  * in the authentication method pass here too; those rejected before it
  * (pg_hba "reject", no pg_hba line) and failed handshakes stay counted in
- * the early sums only (see slots.c).
+ * their buffer until they are gone (see preauth.c).
  */
 static void
 sslr_client_authentication_hook(Port *port, int status)

@@ -27,6 +27,7 @@ typedef struct SslrTotals
 extern void sslr_totals_shmem_request(void);
 extern void sslr_totals_shmem_startup(void);
 extern void sslr_totals_attach(Port *port);
+/* include(InvalidOid): may this reader see connections with no role yet? */
 extern void sslr_read_totals(SslrTotals *totals, bool (*include) (Oid userid));
 extern void sslr_reset_totals(void);
 

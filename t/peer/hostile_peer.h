@@ -54,6 +54,8 @@ extern long every_kb;
 extern const char *cert_file;
 extern const char *key_file;
 extern const char *query_text;
+extern const char *password;
+extern int	wait_close;
 
 /* protocol.c: output, TLS I/O, backend messages, queries */
 extern void say(const char *fmt,...) __attribute__((format(printf, 1, 2)));
@@ -74,6 +76,7 @@ extern double now_seconds(void);
 extern int	connect_and_start(const char *host, int port, const char *user,
 							  const char *db, const char *tls, long extra_options);
 extern void say_tcp_counts(void);
+extern void drain_and_say_tcp_counts(void);
 extern void say_tls_counts(void);
 
 /* keyupdates.c: TLS 1.3 key updates */

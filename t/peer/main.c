@@ -70,7 +70,12 @@
  * --cipher LIST (TLS 1.2 cipher list of the handshake), --next-cipher LIST
  * (the list offered from then on, i.e. in renegotiations), --every-kb K,
  * --cert FILE --key FILE (a client certificate), --query SQL,
- * --ciphersuites LIST (the TLS 1.3 suites offered).
+ * --ciphersuites LIST (the TLS 1.3 suites offered), --password PW (answer
+ * the server's AuthenticationCleartextPassword with PW, after hold point
+ * "password_requested"), --wait-close (at the end, after the Terminate
+ * message and instead of our close_notify, and after a FATAL or a failed
+ * handshake at start-up: read until the server closes, then report the
+ * socket's kernel counts as tcp_bytes_received / tcp_bytes_acked).
  *
  * Facts printed by every mode: client_port=P once connected, and at the end
  * key_updates_sent_total / key_updates_received_total (KeyUpdate messages
@@ -80,8 +85,9 @@
  * With --hold, at each hold point the client prints "hold=NAME" and waits
  * for a line on stdin (so that a test can look at the server meanwhile):
  * "renegotiation_sent" (renegotiate: the ClientHello is out, nothing read
- * yet), "stalled" (stall-after), "flooded" (keyupdate-backlog) and "end"
- * (the connection is still up after the mode ran).
+ * yet), "stalled" (stall-after), "flooded" (keyupdate-backlog),
+ * "password_requested" (--password: the server asked, nothing answered
+ * yet) and "end" (the connection is still up after the mode ran).
  *
  * Output: one "key=value" line per fact on stdout, flushed at once; the
  * last is always "result=ok|error|fatal|closed|tls_error|timeout":
@@ -125,6 +131,8 @@ long		every_kb = 64;
 const char *cert_file = NULL;
 const char *key_file = NULL;
 const char *query_text = "SELECT 1";
+const char *password = NULL;
+int			wait_close = 0;
 
 static void
 on_alarm(int sig)
@@ -146,6 +154,7 @@ usage(void)
 			"                    [--table T] [--hold] [--preauth-key-updates N] [--no-startup]\n"
 			"                    [--cipher LIST] [--next-cipher LIST] [--every-kb K]\n"
 			"                    [--cert FILE --key FILE] [--query SQL] [--ciphersuites LIST]\n"
+			"                    [--password PW] [--wait-close]\n"
 			"                    MODE [ARG]\n"
 			"modes: keyupdate-flood N | keyupdate-requested-flood N | keyupdate-spaced N |\n"
 			"       keyupdate-backlog N |\n"
@@ -209,6 +218,10 @@ main(int argc, char **argv)
 			query_text = argv[++i];
 		else if (i + 1 < argc && strcmp(argv[i], "--ciphersuites") == 0)
 			ciphersuites = argv[++i];
+		else if (i + 1 < argc && strcmp(argv[i], "--password") == 0)
+			password = argv[++i];
+		else if (strcmp(argv[i], "--wait-close") == 0)
+			wait_close = 1;
 		else if (argv[i][0] == '-')
 			usage();
 		else
@@ -221,7 +234,8 @@ main(int argc, char **argv)
 		arg = atol(argv[i]);
 	if (strcmp(tls, "1.2") != 0 && strcmp(tls, "1.3") != 0)
 		usage();
-	if (strlen(user) > 100 || strlen(db) > 100 || strlen(table) > 100)
+	if (strlen(user) > 100 || strlen(db) > 100 || strlen(table) > 100 ||
+		(password != NULL && strlen(password) > 200))
 		usage();
 
 	if (strcmp(mode, "refuse-renegotiation") == 0)
@@ -281,7 +295,11 @@ main(int argc, char **argv)
 		put32(term + 1, 4);
 		(void) write_all(term, sizeof(term), "write_terminate");
 		ERR_clear_error();
-		(void) SSL_shutdown(ssl);
+		/* no close_notify of ours: the server would not read it */
+		if (wait_close)
+			drain_and_say_tcp_counts();
+		else
+			(void) SSL_shutdown(ssl);
 	}
 	say_tls_counts();
 	say("result=%s", outcome_names[o]);

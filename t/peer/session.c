@@ -54,6 +54,44 @@ on_tls_info(const SSL *s, int where, int ret)
 		handshakes_completed++;
 }
 
+/* A PasswordMessage with the --password. */
+static enum outcome
+send_password(void)
+{
+	size_t		pl = strlen(password) + 1;
+	unsigned char m[5 + 256];
+
+	m[0] = 'p';
+	put32(m + 1, (uint32_t) (4 + pl));
+	memcpy(m + 5, password, pl);
+	return write_all(m, 5 + pl, "write_password");
+}
+
+/* Read until the server closes, then report the kernel's counts. */
+void
+drain_and_say_tcp_counts(void)
+{
+	char		c[512];
+
+	for (;;)
+	{
+		int			n;
+
+		ERR_clear_error();
+		errno = 0;
+		n = SSL_read(ssl, c, sizeof(c));
+		if (n <= 0)
+		{
+			(void) ssl_failure(n, "drain");
+			break;
+		}
+	}
+	/* after a close_notify, the FIN (which the kernel counts) */
+	while (read(sock, c, sizeof(c)) > 0)
+		;
+	say_tcp_counts();
+}
+
 /* The kernel's counts for our socket. */
 void
 say_tcp_counts(void)
@@ -183,7 +221,17 @@ connect_and_start(const char *host, int port, const char *user,
 	r = SSL_connect(ssl);
 	if (r != 1)
 	{
-		say("result=%s", outcome_names[ssl_failure(r, "handshake")]);
+		enum outcome o = ssl_failure(r, "handshake");
+
+		if (wait_close)
+		{
+			char		c[512];
+
+			while (read(sock, c, sizeof(c)) > 0)
+				;
+			say_tcp_counts();
+		}
+		say("result=%s", outcome_names[o]);
 		return -1;
 	}
 	say("tls_version=%s", SSL_get_version(ssl));
@@ -246,6 +294,18 @@ connect_and_start(const char *host, int port, const char *user,
 			say("result=%s", outcome_names[o]);
 			return -1;
 		}
+		if (type == 'R' && len >= 4 && get32(body) == 3 && password != NULL)
+		{
+			/* AuthenticationCleartextPassword: answer when the test says */
+			free(body);
+			hold("password_requested");
+			if (send_password() != OUT_OK)
+			{
+				say("result=closed");
+				return -1;
+			}
+			continue;
+		}
 		if (type == 'R' && len >= 4 && get32(body) != 0)
 		{
 			say("detail=authentication method %u requested; trust is needed", get32(body));
@@ -260,8 +320,10 @@ connect_and_start(const char *host, int port, const char *user,
 			memset(&dummy, 0, sizeof(dummy));
 			parse_error(body, len, dummy.error, sizeof(dummy.error));
 			say("server_error=%s", dummy.error);
-			say("result=fatal");
 			free(body);
+			if (wait_close)
+				drain_and_say_tcp_counts();
+			say("result=fatal");
 			return -1;
 		}
 		free(body);
