@@ -9,8 +9,9 @@
  * the privileges of the backend's role.  The totals, and the totals per
  * database and role, follow the same rule: they add a live backend's
  * traffic only if the caller may see its row; everything else they hold
- * was folded in at a backend's exit, or counted before authentication,
- * when a connection has no role yet (README, "Who sees what").
+ * was folded in at a connection's end.  Connections still before
+ * authentication count only for pg_read_all_stats (preauth.c; README,
+ * "Who sees what").
  *
  * The limits in force (1.2's last columns) are what each backend published
  * in its slot, since no backend can read another's settings (key_limits.c).
