@@ -12,6 +12,7 @@ OBJS = \
 	policy.o \
 	renegotiation.o \
 	sendpoint.o \
+	setting_checks.o \
 	settings.o \
 	slots.o \
 	sql_api.o \
