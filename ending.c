@@ -150,7 +150,9 @@ sslr_terminate(SslrDirection dir, SslrEndReason reason)
 					dir == SSLR_SENT ? "sent" : "received"),
 			 errdetail("%lld bytes under one key; ssl_renegotiate.hard_limit is %s.",
 					   (long long) bytes, sslr_format_bytes(sslr_hard_limit_bytes())),
-			 errhint("Keys rotate from ssl_renegotiate.byte_limit (%s) on; ssl_renegotiate.hard_limit must stay above it by more than the client's lag in answering a key update (%s on this connection). Raise hard_limit, or set it to 0.",
+			 errhint(sslr_byte_limit_bytes() > 0 ?
+					 "Keys rotate from ssl_renegotiate.byte_limit (%s) on; ssl_renegotiate.hard_limit must stay above it by more than the client's lag in answering a key update (%s on this connection). Raise hard_limit, or set it to 0." :
+					 "ssl_renegotiate.byte_limit is %s (off), so keys do not rotate by bytes; set it below ssl_renegotiate.hard_limit by more than the client's lag in answering a key update (%s on this connection), or set hard_limit to 0.",
 					 sslr_format_bytes(sslr_byte_limit_bytes()),
 					 sslr_keyupdate_peer_lag() > 0 ?
 					 sslr_format_bytes(sslr_keyupdate_peer_lag()) : "none measured")));

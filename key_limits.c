@@ -81,6 +81,8 @@ sslr_format_bytes(int64 bytes)
 	static const char *const units[] = {"TB", "GB", "MB", "kB"};
 	const int	nunits = lengthof(units);
 
+	if (bytes == 0)
+		return pstrdup("0");
 	for (int i = 0; i < nunits; i++)
 	{
 		int64		unit = INT64CONST(1) << (10 * (nunits - i));
