@@ -10,8 +10,9 @@
  *	  anything but 0 below the smallest value is refused, from every level
  *	  (a file, ALTER SYSTEM, SET, ALTER ROLE/DATABASE SET).  A refused file
  *	  value keeps the old one, with PostgreSQL's usual LOG line.
- *	- Limits that fit.  Where a check sees both values -- SET, and
- *	  ALTER SYSTEM against what this session has in force -- a hard_limit
+ *	- Limits that fit.  Where a check sees both values -- SET, against
+ *	  what this session has in force, and ALTER SYSTEM, against what the
+ *	  files will say after it (postgresql.auto.conf) -- a hard_limit
  *	  less than byte_limit + the margin is refused.  Elsewhere (a file read
  *	  in any order, ALTER ROLE and ALTER DATABASE, which only meet in a
  *	  session) key_limits.c enforces the safe rule and says so.  Each
@@ -104,6 +105,45 @@ sslr_check_sees_both(GucSource source)
 	return source == PGC_S_SESSION || sslr_in_alter_system;
 }
 
+/*
+ * The other limit, in kB, as the check should see it: in a SET, what this
+ * session has in force; in ALTER SYSTEM, what the files will say at the
+ * next reload -- postgresql.auto.conf's line, else what the files say now
+ * (this session's reset value).
+ */
+static double
+sslr_other_limit_kb(const char *name, double in_force_kb)
+{
+	ConfigVariable *head = NULL;
+	ConfigVariable *tail = NULL;
+	double		kb = in_force_kb;
+
+	if (!sslr_in_alter_system)
+		return kb;
+	if (!parse_real(GetConfigOptionResetString(name), &kb, GUC_UNIT_KB, NULL))
+		kb = in_force_kb;
+	if (ParseConfigFile(PG_AUTOCONF_FILENAME, false, NULL, 0, 0, LOG,
+						&head, &tail))
+	{
+		for (ConfigVariable *item = head; item != NULL; item = item->next)
+		{
+			double		value;
+
+			if (strcmp(item->name, name) == 0 &&
+				parse_real(item->value, &value, GUC_UNIT_KB, NULL))
+				kb = value;
+		}
+	}
+	FreeConfigVariables(head);
+	return kb;
+}
+
+static const char *
+sslr_where_checked(void)
+{
+	return sslr_in_alter_system ? "in the configuration files" : "in this session";
+}
+
 static bool
 sslr_keep_source(void **extra, GucSource source)
 {
@@ -141,18 +181,21 @@ static bool
 sslr_check_byte_limit(double *newval, void **extra, GucSource source)
 {
 	int64		bytes = (int64) llround(*newval * 1024);
-	int64		hard = (int64) llround(sslr_hard_limit_kb * 1024);
+	int64		hard;
 
 	if (!sslr_check_size_floor("byte_limit", *newval, SSLR_BYTE_LIMIT_KB_MIN,
 							   "Rounded to its unit, it would turn byte-based rotation off."))
 		return false;
-	if (sslr_check_sees_both(source) && hard > 0 &&
-		hard < bytes + SSLR_HARD_LIMIT_MARGIN_BYTES)
+	if (!sslr_check_sees_both(source))
+		return sslr_keep_source(extra, source);
+	hard = (int64) llround(sslr_other_limit_kb("ssl_renegotiate.hard_limit",
+											   sslr_hard_limit_kb) * 1024);
+	if (hard > 0 && hard < bytes + SSLR_HARD_LIMIT_MARGIN_BYTES)
 	{
 		GUC_check_errmsg("ssl_renegotiate.byte_limit must be at most %s here",
 						 sslr_format_bytes(hard - SSLR_HARD_LIMIT_MARGIN_BYTES));
-		GUC_check_errdetail("ssl_renegotiate.hard_limit is %s in this session, and must stay %s above the byte limit, for the client's lag in answering a key update.",
-							sslr_format_bytes(hard),
+		GUC_check_errdetail("ssl_renegotiate.hard_limit is %s %s, and must stay %s above the byte limit, for the client's lag in answering a key update.",
+							sslr_format_bytes(hard), sslr_where_checked(),
 							sslr_format_bytes(SSLR_HARD_LIMIT_MARGIN_BYTES));
 		GUC_check_errhint("To raise both limits, set hard_limit first; to lower both, byte_limit first.");
 		return false;
@@ -164,17 +207,23 @@ static bool
 sslr_check_hard_limit(double *newval, void **extra, GucSource source)
 {
 	int64		hard = (int64) llround(*newval * 1024);
-	int64		least = sslr_byte_limit_bytes() + SSLR_HARD_LIMIT_MARGIN_BYTES;
+	int64		byte_limit;
 
 	if (!sslr_check_size_floor("hard_limit", *newval, SSLR_HARD_LIMIT_KB_MIN,
 							   "A hard limit leaves that much room above the byte limit for the client's lag in answering a key update; no handshake comes near it."))
 		return false;
-	if (sslr_check_sees_both(source) && hard > 0 && hard < least)
+	if (!sslr_check_sees_both(source) || hard == 0)
+		return sslr_keep_source(extra, source);
+	byte_limit = sslr_byte_limit_bytes();
+	if (sslr_in_alter_system && !sslr_old_limit_in_force())
+		byte_limit = (int64) llround(sslr_other_limit_kb("ssl_renegotiate.byte_limit",
+														 sslr_byte_limit_kb) * 1024);
+	if (hard < byte_limit + SSLR_HARD_LIMIT_MARGIN_BYTES)
 	{
 		GUC_check_errmsg("ssl_renegotiate.hard_limit must be 0 or at least %s here",
-						 sslr_format_bytes(least));
-		GUC_check_errdetail("ssl_renegotiate.byte_limit is %s in this session, and a hard limit must stay %s above it, for the client's lag in answering a key update.",
-							sslr_format_bytes(sslr_byte_limit_bytes()),
+						 sslr_format_bytes(byte_limit + SSLR_HARD_LIMIT_MARGIN_BYTES));
+		GUC_check_errdetail("ssl_renegotiate.byte_limit is %s %s, and a hard limit must stay %s above it, for the client's lag in answering a key update.",
+							sslr_format_bytes(byte_limit), sslr_where_checked(),
 							sslr_format_bytes(SSLR_HARD_LIMIT_MARGIN_BYTES));
 		GUC_check_errhint("0 turns hard_limit off. To raise both limits, set hard_limit first; to lower both, byte_limit first.");
 		return false;

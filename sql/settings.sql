@@ -139,6 +139,13 @@ SHOW ssl_renegotiate.byte_limit;
 RESET ALL;
 ALTER SYSTEM SET ssl_renegotiate.hard_limit = '100MB';
 \echo :LAST_ERROR_SQLSTATE
+-- ALTER SYSTEM checks against what the files will say after it
+ALTER SYSTEM SET ssl_renegotiate.byte_limit = '64kB';
+ALTER SYSTEM SET ssl_renegotiate.hard_limit = '65MB';
+ALTER SYSTEM SET ssl_renegotiate.byte_limit = '1GB';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM RESET ssl_renegotiate.byte_limit;
+ALTER SYSTEM RESET ssl_renegotiate.hard_limit;
 -- ALTER ROLE and ALTER DATABASE only meet in a session: the safe rule
 -- applies there (t/015), so each level takes its value.
 ALTER ROLE regress_sslr_settings SET ssl_renegotiate.hard_limit = '100MB';

@@ -488,7 +488,7 @@ SELECT 'row:' || concat_ws(',', bytes_sent, rekeys_sent, max_sent_per_key, rekey
 	($rc, $out, $err) = run_psql(
 		$connstr, qq{SET ssl_renegotiate.hard_limit = '64MB';
 });
-	like($err, qr/ssl_renegotiate\.hard_limit must be 0 or at least 65MB here/,
+	like($err, qr/ssl_renegotiate\.hard_limit must be 0 or at least 65600kB here/,
 		'c: hard_limit = 64MB is refused above byte_limit = 64kB');
 	($rc, $out, $err) = run_psql(
 		$connstr, qq{SET ssl_renegotiate.hard_limit = '65MB';
