@@ -14,6 +14,7 @@ OBJS = \
 	renegotiation.o \
 	role_totals.o \
 	sendpoint.o \
+	setting_checks.o \
 	settings.o \
 	slots.o \
 	sql_api.o \

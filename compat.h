@@ -56,6 +56,16 @@
 	(MyProcPort != NULL && MyProcPort->canAcceptConnections != CAC_OK)
 #endif
 
+/*
+ * The "extra" of a setting's value, which PostgreSQL frees: malloc'd up to
+ * 15, from guc_malloc (its own memory context) since 16.
+ */
+#if PG_VERSION_NUM >= 160000
+#define sslr_guc_malloc(size) guc_malloc(LOG, (size))
+#else
+#define sslr_guc_malloc(size) malloc(size)
+#endif
+
 /* OpenSSL before 1.1.1 has no TLS 1.3 and no key updates. */
 #include <openssl/opensslv.h>
 #if OPENSSL_VERSION_NUMBER < 0x10101000L

@@ -33,6 +33,8 @@
 #include <openssl/ssl.h>
 
 #include "ending.h"
+#include "key_limits.h"
+#include "keyupdate.h"
 #include "settings.h"
 #include "slots.h"
 #include "thresholds.h"
@@ -146,8 +148,14 @@ sslr_terminate(SslrDirection dir, SslrEndReason reason)
 			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 			 errmsg("terminating connection because more than ssl_renegotiate.hard_limit was %s under one TLS key",
 					dir == SSLR_SENT ? "sent" : "received"),
-			 errdetail("%lld bytes under one key; ssl_renegotiate.hard_limit is %d kB.",
-					   (long long) bytes, sslr_hard_limit_kb)));
+			 errdetail("%lld bytes under one key; ssl_renegotiate.hard_limit is %s.",
+					   (long long) bytes, sslr_format_bytes(sslr_hard_limit_bytes())),
+			 errhint(sslr_byte_limit_bytes() > 0 ?
+					 "Keys rotate from ssl_renegotiate.byte_limit (%s) on; ssl_renegotiate.hard_limit must stay above it by more than the client's lag in answering a key update (%s on this connection). Raise hard_limit, or set it to 0." :
+					 "ssl_renegotiate.byte_limit is %s (off), so keys do not rotate by bytes; set it below ssl_renegotiate.hard_limit by more than the client's lag in answering a key update (%s on this connection), or set hard_limit to 0.",
+					 sslr_format_bytes(sslr_byte_limit_bytes()),
+					 sslr_keyupdate_peer_lag() > 0 ?
+					 sslr_format_bytes(sslr_keyupdate_peer_lag()) : "none measured")));
 }
 
 /* A TLS 1.2 limit where policy says carry on: count it, say it once. */
@@ -291,9 +299,9 @@ sslr_log_deferred_termination(void)
 	else
 		ereport(LOG_SERVER_ONLY,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("ssl_renegotiate: terminated connection of pid %d: the client sent %lld bytes under one TLS key, more than ssl_renegotiate.hard_limit (%d kB)",
+				 errmsg("ssl_renegotiate: terminated connection of pid %d: the client sent %lld bytes under one TLS key, more than ssl_renegotiate.hard_limit (%s)",
 						MyProcPid, (long long) ending->deferred_amount,
-						sslr_hard_limit_kb),
+						sslr_format_bytes(sslr_hard_limit_bytes())),
 				 errhidestmt(true), errhidecontext(true)));
 	ending->deferred = SSLR_END_NONE;	/* said once */
 }

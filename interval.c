@@ -29,7 +29,7 @@
 #include "utils/timestamp.h"
 
 #include "interval.h"
-#include "settings.h"
+#include "key_limits.h"
 #include "thresholds.h"
 
 static TimeoutId sslr_timeout_id = MAX_TIMEOUTS;	/* none until started */
@@ -77,7 +77,7 @@ sslr_interval_key_changed(SslrDirection dir, TimestampTz now)
 {
 	sslr_key_since[dir] = now;
 	sslr_expired[dir] = false;
-	if (sslr_interval_s > 0)
+	if (sslr_interval_ms() > 0)
 		sslr_due = true;
 }
 
@@ -103,10 +103,10 @@ sslr_interval_check(void)
 {
 	TimestampTz now;
 	TimestampTz next = 0;
-	int64		interval_ms = (int64) sslr_interval_s * 1000;
+	int64		interval_ms = sslr_interval_ms();
 
 	sslr_due = false;
-	if (sslr_interval_s <= 0 || sslr_timeout_id == MAX_TIMEOUTS)
+	if (interval_ms <= 0 || sslr_timeout_id == MAX_TIMEOUTS)
 	{
 		sslr_expired[SSLR_SENT] = sslr_expired[SSLR_RECEIVED] = false;
 		if (sslr_timeout_id != MAX_TIMEOUTS && get_timeout_active(sslr_timeout_id))
@@ -138,7 +138,7 @@ sslr_interval_check(void)
 void
 sslr_interval_comm_reset(void)
 {
-	if (sslr_timeout_id == MAX_TIMEOUTS || sslr_interval_s <= 0)
+	if (sslr_timeout_id == MAX_TIMEOUTS || sslr_interval_ms() <= 0)
 		return;
 	sslr_interval_recheck();
 }

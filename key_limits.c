@@ -1,8 +1,18 @@
 /*-------------------------------------------------------------------------
  *
  * key_limits.c
- *	  The limits that depend on more than a setting: the record limit of
- *	  the cipher in force, and what a TLS 1.2 connection does at a limit.
+ *	  The limits in force: the settings after the old name and the safe
+ *	  rule, the record limit of the cipher in force, and what a TLS 1.2
+ *	  connection does at a limit.
+ *
+ * The safe rule: a hard_limit that is on is enforced as at least
+ * byte_limit + SSLR_HARD_LIMIT_MARGIN_KB, so that no combination of levels
+ * (a file, ALTER ROLE, ALTER DATABASE, which only meet in a session) ends
+ * a connection before a rotation was tried.  Where a check can see both
+ * values (SET, ALTER SYSTEM) setting_checks.c refuses such a pair instead.
+ * When the rule raises the hard limit, the backend says so in its log at
+ * its next safe point (never inside an assign hook or OpenSSL), once for
+ * each pair of values.
  *
  * The limits in force are published in the backend's slot for its row of
  * the activity view; an assign hook runs before its variable takes the
@@ -15,7 +25,11 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
 #include "replication/walsender.h"
+#include "utils/guc.h"
+
+#include <math.h>
 
 #include <openssl/objects.h>
 #include <openssl/ssl.h>
@@ -23,6 +37,140 @@
 #include "key_limits.h"
 #include "settings.h"
 #include "slots.h"
+#include "thresholds.h"
+
+/* the safe rule's log line: wanted, and the pair it was last said for */
+static bool sslr_limits_report_pending = false;
+static int64 sslr_limits_reported_hard = -1;
+static int64 sslr_limits_reported_bytes = -1;
+
+static int64
+sslr_kb_to_bytes(double kb)
+{
+	return (int64) llround(kb * 1024.0);
+}
+
+/* Is ssl_renegotiate.limit (1.0's name) what sets the byte limit? */
+bool
+sslr_old_limit_in_force(void)
+{
+	return sslr_old_limit_kb >= 0 && sslr_byte_limit_source == PGC_S_DEFAULT;
+}
+
+int64
+sslr_byte_limit_bytes(void)
+{
+	return sslr_kb_to_bytes(sslr_old_limit_in_force() ?
+							sslr_old_limit_kb : sslr_byte_limit_kb);
+}
+
+int64
+sslr_hard_limit_bytes(void)
+{
+	int64		hard = sslr_kb_to_bytes(sslr_hard_limit_kb);
+	int64		floor = sslr_byte_limit_bytes() + SSLR_HARD_LIMIT_MARGIN_BYTES;
+
+	if (hard <= 0)
+		return 0;
+	return Max(hard, floor);
+}
+
+int64
+sslr_interval_ms(void)
+{
+	return (int64) llround(sslr_interval_s * 1000.0);
+}
+
+char *
+sslr_format_bytes(int64 bytes)
+{
+	static const char *const units[] = {"TB", "GB", "MB", "kB"};
+	const int	nunits = lengthof(units);
+
+	if (bytes == 0)
+		return pstrdup("0");
+	for (int i = 0; i < nunits; i++)
+	{
+		int64		unit = INT64CONST(1) << (10 * (nunits - i));
+
+		if (bytes != 0 && bytes % unit == 0)
+			return psprintf(INT64_FORMAT "%s", bytes / unit, units[i]);
+	}
+	return psprintf(INT64_FORMAT "B", bytes);
+}
+
+/* The level a value came from, as a DBA would set it there. */
+const char *
+sslr_source_name(GucSource source)
+{
+	switch (source)
+	{
+		case PGC_S_DEFAULT:
+		case PGC_S_DYNAMIC_DEFAULT:
+			return "the default";
+		case PGC_S_FILE:
+			return "the configuration file";
+		case PGC_S_ARGV:
+		case PGC_S_ENV_VAR:
+			return "the server's command line";
+		case PGC_S_GLOBAL:
+			return "ALTER ROLE ALL SET";
+		case PGC_S_DATABASE:
+			return "ALTER DATABASE SET";
+		case PGC_S_USER:
+			return "ALTER ROLE SET";
+		case PGC_S_DATABASE_USER:
+			return "ALTER ROLE IN DATABASE SET";
+		case PGC_S_CLIENT:
+			return "the client's connection options";
+		default:
+			return "SET";
+	}
+}
+
+/* An assign hook ran: flags only. */
+void
+sslr_key_limits_changed(void)
+{
+	sslr_limits_report_pending = true;
+	sslr_want_safe_point();
+}
+
+/*
+ * At a safe point: if the safe rule raises the hard limit, say so, with
+ * both values and the level each came from; once for each pair.
+ */
+void
+sslr_key_limits_safe_point(void)
+{
+	int64		hard = sslr_hard_limit_bytes();
+	int64		set_hard = sslr_kb_to_bytes(sslr_hard_limit_kb);
+	int64		bytes = sslr_byte_limit_bytes();
+
+	if (!sslr_limits_report_pending)
+		return;
+	sslr_limits_report_pending = false;
+	if (hard == set_hard ||
+		(hard == sslr_limits_reported_hard && bytes == sslr_limits_reported_bytes))
+		return;
+	sslr_limits_reported_hard = hard;
+	sslr_limits_reported_bytes = bytes;
+	ereport(LOG_SERVER_ONLY,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("ssl_renegotiate: pid %d enforces ssl_renegotiate.hard_limit as %s, not %s",
+					MyProcPid, sslr_format_bytes(hard), sslr_format_bytes(set_hard)),
+			 errdetail("ssl_renegotiate.hard_limit is %s (from %s), ssl_renegotiate.%s is %s (from %s); a hard limit must stay %s above the byte limit, for the client's lag in answering a key update.",
+					   sslr_format_bytes(set_hard),
+					   sslr_source_name(sslr_hard_limit_source),
+					   sslr_old_limit_in_force() ? "limit" : "byte_limit",
+					   sslr_format_bytes(bytes),
+					   sslr_source_name(sslr_old_limit_in_force() ?
+										PGC_S_FILE : sslr_byte_limit_source),
+					   sslr_format_bytes(SSLR_HARD_LIMIT_MARGIN_BYTES)),
+			 errhint("Set ssl_renegotiate.hard_limit to 0, or to at least %s, at the level where it is set.",
+					 sslr_format_bytes(hard)),
+			 errhidestmt(true), errhidecontext(true)));
+}
 
 /* A setting changed since the limits in force were last published. */
 static bool sslr_limits_stale = false;

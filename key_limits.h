@@ -2,7 +2,14 @@
  *
  * key_limits.h
  *	  The numbers a connection's keys are held to: the byte limit, the hard
- *	  limit, the cipher's record limit, and what TLS 1.2 does at them.
+ *	  limit and the interval in force, the cipher's record limit, and what
+ *	  TLS 1.2 does at them.
+ *
+ * "In force" is what this backend enforces, after the old name of
+ * byte_limit (ssl_renegotiate.limit, used when byte_limit itself was not
+ * set) and the safe rule: a hard_limit that is on is at least byte_limit +
+ * SSLR_HARD_LIMIT_MARGIN_KB, whatever level each came from.  All in base
+ * units, 0 = off.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -16,26 +23,12 @@
 #include "settings.h"
 #include "sslr_types.h"
 
-/* ssl_renegotiate.byte_limit, in bytes; 0 is off. */
-static inline int64
-sslr_byte_limit_bytes(void)
-{
-	return (int64) sslr_byte_limit_kb * 1024;
-}
+#define SSLR_HARD_LIMIT_MARGIN_BYTES	((int64) SSLR_HARD_LIMIT_MARGIN_KB * 1024)
 
-/* ssl_renegotiate.hard_limit, in bytes; 0 is off. */
-static inline int64
-sslr_hard_limit_bytes(void)
-{
-	return (int64) sslr_hard_limit_kb * 1024;
-}
-
-/* ssl_renegotiate.interval, in milliseconds; 0 is off. */
-static inline int64
-sslr_interval_ms(void)
-{
-	return (int64) sslr_interval_s * 1000;
-}
+extern int64 sslr_byte_limit_bytes(void);
+extern int64 sslr_hard_limit_bytes(void);
+extern int64 sslr_interval_ms(void);
+extern bool sslr_old_limit_in_force(void);
 
 extern int64 sslr_cipher_limit_for(const SSL *ssl);
 extern SslrTls12Policy sslr_tls12_action(void);
@@ -43,5 +36,13 @@ extern SslrTls12Policy sslr_tls12_action(void);
 /* the limits in force, published in this backend's slot (policy.c) */
 extern void sslr_limits_changed(void);
 extern void sslr_limits_publish_changed(void);
+
+/* for messages, outside OpenSSL: "64MB", "1536B"; palloc'd */
+extern char *sslr_format_bytes(int64 bytes);
+extern const char *sslr_source_name(GucSource source);
+
+/* the settings changed / a safe point: say if the safe rule applies */
+extern void sslr_key_limits_changed(void);
+extern void sslr_key_limits_safe_point(void);
 
 #endif							/* SSLR_KEY_LIMITS_H */

@@ -343,6 +343,7 @@ sslr_do_safe_point_work(void)
 		sslr_safe_point_work |= sslr_policy.userid_pending;
 	}
 	sslr_ending_safe_point();
+	sslr_key_limits_safe_point();
 	sslr_renegotiation_safe_point(sslr_policy.cipher_record_limit);
 }
 

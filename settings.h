@@ -3,9 +3,16 @@
  * settings.h
  *	  The values of the ssl_renegotiate.* settings, for every room to read.
  *
- * settings.c holds the variables, at their boot values; _PG_init
- * (ssl_renegotiate.c) defines the settings on them and tells policy.c when
- * one changes.  README, "Settings", says what each one means.
+ * settings.c holds the variables, at their boot values; setting_checks.c
+ * defines the settings on them, refuses values that would switch
+ * protection off by accident, and tells policy.c when one changes.  What a
+ * connection is held to is key_limits.c's: the settings after the old name
+ * and the safe rule (README, "Settings").
+ *
+ * byte_limit, interval and hard_limit are real settings in kB and seconds:
+ * PostgreSQL rounds an integer setting to its unit before any check could
+ * see it, so '100B' would become 0, "off"; a real one keeps the fraction
+ * for the check to refuse.  Bare numbers mean what they always meant.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -14,15 +21,37 @@
 #ifndef SSLR_SETTINGS_H
 #define SSLR_SETTINGS_H
 
+#include "utils/guc.h"
+
 #include "sslr_types.h"
 
 /* boot values, shared by the variables and their definitions */
-#define SSLR_BYTE_LIMIT_KB_DEFAULT	(512 * 1024)
-#define SSLR_INTERVAL_S_DEFAULT		0
-#define SSLR_HARD_LIMIT_KB_DEFAULT	0
+#define SSLR_BYTE_LIMIT_KB_DEFAULT	(512.0 * 1024)
+#define SSLR_INTERVAL_S_DEFAULT		0.0
+#define SSLR_HARD_LIMIT_KB_DEFAULT	0.0
+#define SSLR_OLD_LIMIT_UNSET		(-1.0)	/* ssl_renegotiate.limit not given */
 #define SSLR_TLS12_DEFAULT			SSLR_TLS12_WARN
 #define SSLR_LOG_REKEYS_DEFAULT		false
 #define SSLR_MAX_PEER_KEY_UPDATES_DEFAULT 32
+
+/*
+ * The smallest values other than 0 (off), and the largest.  byte_limit and
+ * interval: one of their unit, so that nothing typed rounds to "off".
+ * hard_limit: the margin it must leave above byte_limit (key_limits.h), so
+ * that no handshake and no rotation can be cut short by it.
+ */
+#define SSLR_BYTE_LIMIT_KB_MIN		1.0
+#define SSLR_INTERVAL_S_MIN			1.0
+#define SSLR_HARD_LIMIT_KB_MIN		((double) SSLR_HARD_LIMIT_MARGIN_KB)
+#define SSLR_LIMIT_KB_MAX			1e9		/* about 1 TB */
+#define SSLR_INTERVAL_S_MAX			2e6		/* about 23 days */
+
+/*
+ * How far hard_limit must stay above byte_limit: 64 MiB, four times the
+ * largest lag of a client answering our key update request that was
+ * measured (libpq, 14.3 MB; README, "What clients do").
+ */
+#define SSLR_HARD_LIMIT_MARGIN_KB	(64 * 1024)
 
 /*
  * What ssl_renegotiate.max_peer_key_updates gives back for the bytes a
@@ -30,11 +59,16 @@
  */
 #define SSLR_PEER_UPDATE_BYTES	16384
 
-extern int	sslr_byte_limit_kb;
-extern int	sslr_interval_s;
-extern int	sslr_hard_limit_kb;
+extern double sslr_byte_limit_kb;
+extern double sslr_interval_s;
+extern double sslr_hard_limit_kb;
+extern double sslr_old_limit_kb;	/* the 1.0 name of byte_limit */
 extern int	sslr_tls12_policy;	/* an SslrTls12Policy */
 extern bool sslr_log_rekeys;
 extern int	sslr_max_peer_key_updates;
+
+/* where the current byte_limit and hard_limit came from */
+extern GucSource sslr_byte_limit_source;
+extern GucSource sslr_hard_limit_source;
 
 #endif							/* SSLR_SETTINGS_H */

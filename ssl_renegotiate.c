@@ -15,12 +15,15 @@
  *	  authentication, totals and totals per database and role (slots.c,
  *	  preauth.c, totals.c, role_totals.c), and in the postmaster the totals
  *	  kept across a clean restart (statsfile.c)
+ *	- ProcessUtility_hook: ALTER SYSTEM, for the settings' checks
+ *	  (setting_checks.c)
  *	- ClientAuthentication_hook: the TLS connection is up; attach this
  *	  backend's slot, count there, start enforcing and wrap the send
  *	  path (totals.c, accounting.c, policy.c, sendpoint.c)
  * and, with OpenSSL, an ex_data index whose "new" function puts the record
- * callback on every connection (accounting.c).  The settings' variables
- * are in settings.c, below every room that reads them.
+ * callback on every connection (accounting.c).  The settings are defined,
+ * and checked, in setting_checks.c; their variables are in settings.c,
+ * below every room that reads them.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -33,26 +36,18 @@
 #include "libpq/libpq-be.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
-#include "utils/guc.h"
 
 #include "accounting.h"
 #include "policy.h"
 #include "preauth.h"
 #include "role_totals.h"
 #include "sendpoint.h"
-#include "settings.h"
+#include "setting_checks.h"
 #include "slots.h"
 #include "statsfile.h"
 #include "totals.h"
 
 PG_MODULE_MAGIC;
-
-static const struct config_enum_entry sslr_tls12_options[] = {
-	{"renegotiate", SSLR_TLS12_RENEGOTIATE, false},
-	{"warn", SSLR_TLS12_WARN, false},
-	{"terminate", SSLR_TLS12_TERMINATE, false},
-	{NULL, 0, false}
-};
 
 /* saved hooks */
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -106,90 +101,6 @@ sslr_client_authentication_hook(Port *port, int status)
 	}
 }
 
-static void
-sslr_assign_policy_setting(int newval pg_attribute_unused(),
-						   void *extra pg_attribute_unused())
-{
-	sslr_policy_changed();
-}
-
-static void
-sslr_assign_log_rekeys(bool newval pg_attribute_unused(),
-					   void *extra pg_attribute_unused())
-{
-	sslr_policy_changed();
-}
-
-static void
-sslr_define_settings(void)
-{
-	DefineCustomIntVariable("ssl_renegotiate.byte_limit",
-							"Rotates a TLS connection's keys when this much was sent, or received, under one key.",
-							"Each direction is counted on its own. 0 turns byte-based rotation off; cipher limits still apply.",
-							&sslr_byte_limit_kb,
-							SSLR_BYTE_LIMIT_KB_DEFAULT, 0, INT_MAX,
-							PGC_SUSET,
-							GUC_UNIT_KB,
-							NULL, sslr_assign_policy_setting, NULL);
-
-	DefineCustomIntVariable("ssl_renegotiate.interval",
-							"Rotates a TLS connection's keys at its first I/O after they were used this long.",
-							"0 turns time-based rotation off.",
-							&sslr_interval_s,
-							SSLR_INTERVAL_S_DEFAULT, 0, INT_MAX / 1000,
-							PGC_SUSET,
-							GUC_UNIT_S,
-							NULL, sslr_assign_policy_setting, NULL);
-
-	DefineCustomIntVariable("ssl_renegotiate.hard_limit",
-							"Ends a TLS connection when more than this was sent, or received, under one key.",
-							"Catches peers that do not rotate their keys when asked. 0 turns it off.",
-							&sslr_hard_limit_kb,
-							SSLR_HARD_LIMIT_KB_DEFAULT, 0, INT_MAX,
-							PGC_SUSET,
-							GUC_UNIT_KB,
-							NULL, sslr_assign_policy_setting, NULL);
-
-	DefineCustomEnumVariable("ssl_renegotiate.tls12",
-							 "What a TLS 1.2 connection does when it reaches a rotation limit.",
-							 "\"renegotiate\" starts a server-initiated renegotiation, \"warn\" logs once and goes on, \"terminate\" ends the connection.",
-							 &sslr_tls12_policy,
-							 SSLR_TLS12_DEFAULT,
-							 sslr_tls12_options,
-							 PGC_SUSET,
-							 0,
-							 NULL, sslr_assign_policy_setting, NULL);
-
-	DefineCustomBoolVariable("ssl_renegotiate.log_rekeys",
-							 "Logs each TLS key rotation.",
-							 NULL,
-							 &sslr_log_rekeys,
-							 SSLR_LOG_REKEYS_DEFAULT,
-							 PGC_SUSET,
-							 0,
-							 NULL, sslr_assign_log_rekeys, NULL);
-
-	DefineCustomIntVariable("ssl_renegotiate.max_peer_key_updates",
-							"Ends a TLS 1.3 connection whose client sends key updates unasked faster than this burst allows.",
-							"A client may send this many at once, and one more for every 16 kB it sends and every second. 0 turns the bound off.",
-							&sslr_max_peer_key_updates,
-							SSLR_MAX_PEER_KEY_UPDATES_DEFAULT, 0, INT_MAX,
-							PGC_SUSET,
-							0,
-							NULL, sslr_assign_policy_setting, NULL);
-
-	DefineCustomIntVariable("ssl_renegotiate.max_database_role_totals",
-							"Sets the number of (database, role) pairs whose TLS totals are kept.",
-							"When a new pair finds the table full, the pair with the fewest bytes is evicted.",
-							&sslr_max_database_role_totals,
-							SSLR_MAX_DATABASE_ROLE_TOTALS_DEFAULT, 1, INT_MAX / 2,
-							PGC_POSTMASTER,
-							0,
-							NULL, NULL, NULL);
-
-	MarkGUCPrefixReserved("ssl_renegotiate");
-}
-
 void
 _PG_init(void)
 {
@@ -200,7 +111,7 @@ _PG_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
-	sslr_define_settings();
+	sslr_settings_define();
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = sslr_shmem_request_hook;

@@ -59,6 +59,111 @@ SET ssl_renegotiate.log_rekeys = 'perhaps';
 SET ssl_renegotiate.max_peer_key_updates = -5;
 \echo :LAST_ERROR_SQLSTATE
 
+-- No silent off: a value other than 0 that would round to 0 is refused,
+-- with the smallest value accepted and the hint that 0 turns it off.
+SET ssl_renegotiate.byte_limit = '100B';
+\echo :LAST_ERROR_SQLSTATE
+SET ssl_renegotiate.byte_limit = '511B';
+\echo :LAST_ERROR_SQLSTATE
+SELECT set_config('ssl_renegotiate.byte_limit', '0.5kB', false);
+\echo :LAST_ERROR_SQLSTATE
+SET ssl_renegotiate.interval = '400ms';
+\echo :LAST_ERROR_SQLSTATE
+SET ssl_renegotiate.hard_limit = '500B';
+\echo :LAST_ERROR_SQLSTATE
+SET ssl_renegotiate.hard_limit = '1MB';
+\echo :LAST_ERROR_SQLSTATE
+-- "off" was never a value of these settings: 0 is
+SET ssl_renegotiate.byte_limit = off;
+\echo :LAST_ERROR_SQLSTATE
+-- ... in every place a value can come from
+CREATE ROLE regress_sslr_settings;
+ALTER ROLE regress_sslr_settings SET ssl_renegotiate.byte_limit = '100B';
+\echo :LAST_ERROR_SQLSTATE
+ALTER ROLE regress_sslr_settings IN DATABASE contrib_regression SET ssl_renegotiate.interval = '400ms';
+\echo :LAST_ERROR_SQLSTATE
+ALTER DATABASE contrib_regression SET ssl_renegotiate.byte_limit = '100B';
+\echo :LAST_ERROR_SQLSTATE
+ALTER DATABASE contrib_regression SET ssl_renegotiate.hard_limit = '1kB';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET ssl_renegotiate.byte_limit = '100B';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET ssl_renegotiate.hard_limit = '1kB';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET ssl_renegotiate.interval = '400ms';
+\echo :LAST_ERROR_SQLSTATE
+SELECT setrole::regrole, setdatabase <> 0 AS database, c AS setting
+FROM pg_db_role_setting, unnest(setconfig) AS c
+WHERE c LIKE 'ssl\_renegotiate.%';
+
+-- The smallest values, and sizes that are not whole kB, are kept exactly.
+SET ssl_renegotiate.byte_limit = '1kB';
+SHOW ssl_renegotiate.byte_limit;
+SET ssl_renegotiate.byte_limit = '1536B';
+SHOW ssl_renegotiate.byte_limit;
+SET ssl_renegotiate.byte_limit = '100000B';
+SHOW ssl_renegotiate.byte_limit;
+SET ssl_renegotiate.byte_limit = 524288;
+SHOW ssl_renegotiate.byte_limit;
+SET ssl_renegotiate.interval = '1s';
+SHOW ssl_renegotiate.interval;
+SET ssl_renegotiate.interval = '1500ms';
+SHOW ssl_renegotiate.interval;
+SET ssl_renegotiate.interval = 3600;
+SHOW ssl_renegotiate.interval;
+SET ssl_renegotiate.hard_limit = '64MB';
+\echo :LAST_ERROR_SQLSTATE
+SET ssl_renegotiate.byte_limit = 0;
+SET ssl_renegotiate.hard_limit = '64MB';
+SHOW ssl_renegotiate.hard_limit;
+SET ssl_renegotiate.hard_limit = 0;
+SET ssl_renegotiate.interval = 0;
+SELECT name, setting, unit FROM pg_settings
+WHERE name IN ('ssl_renegotiate.byte_limit', 'ssl_renegotiate.hard_limit',
+               'ssl_renegotiate.interval')
+ORDER BY name;
+RESET ALL;
+
+-- Limits that fit: where both values meet in the check, a hard_limit that
+-- is not 64MB above byte_limit is refused, whichever is set second.
+SET ssl_renegotiate.byte_limit = '1GB';
+SET ssl_renegotiate.hard_limit = '1GB';
+\echo :LAST_ERROR_SQLSTATE
+SET ssl_renegotiate.hard_limit = '1088MB';
+SHOW ssl_renegotiate.hard_limit;
+SET ssl_renegotiate.byte_limit = '2GB';
+\echo :LAST_ERROR_SQLSTATE
+SET ssl_renegotiate.byte_limit = '1024MB';
+SET ssl_renegotiate.byte_limit = 0;
+SHOW ssl_renegotiate.byte_limit;
+RESET ALL;
+ALTER SYSTEM SET ssl_renegotiate.hard_limit = '100MB';
+\echo :LAST_ERROR_SQLSTATE
+-- ALTER SYSTEM checks against what the files will say after it
+ALTER SYSTEM SET ssl_renegotiate.byte_limit = '64kB';
+ALTER SYSTEM SET ssl_renegotiate.hard_limit = '65MB';
+ALTER SYSTEM SET ssl_renegotiate.byte_limit = '1GB';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM RESET ssl_renegotiate.byte_limit;
+ALTER SYSTEM RESET ssl_renegotiate.hard_limit;
+-- ALTER ROLE and ALTER DATABASE only meet in a session: the safe rule
+-- applies there (t/015), so each level takes its value.
+ALTER ROLE regress_sslr_settings SET ssl_renegotiate.hard_limit = '100MB';
+ALTER DATABASE contrib_regression SET ssl_renegotiate.byte_limit = '1GB';
+SELECT setrole::regrole, setdatabase <> 0 AS database, c AS setting
+FROM pg_db_role_setting, unnest(setconfig) AS c
+WHERE c LIKE 'ssl\_renegotiate.%'
+ORDER BY 1;
+ALTER DATABASE contrib_regression RESET ssl_renegotiate.byte_limit;
+DROP ROLE regress_sslr_settings;
+
+-- The 1.0 name is read from the configuration files only (t/015).
+SET ssl_renegotiate."limit" = '64kB';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET ssl_renegotiate."limit" = '64kB';
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) FROM pg_settings WHERE name = 'ssl_renegotiate.limit';
+
 -- The prefix is reserved: a misspelt setting is an error, not a placeholder.
 SET ssl_renegotiate.byte_limitt = '64kB';
 \echo :LAST_ERROR_SQLSTATE

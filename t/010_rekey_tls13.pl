@@ -11,8 +11,9 @@
 #     peer's own view.
 #  b. a 2 GB COPY TO at limit = 64kB completes (no deadlock).
 #  c. hard_limit ends a connection whose key carried too much: on the
-#     receive side (libpq answers key update requests late) and on the send
-#     side (limit = 0: keys never rotate).
+#     receive side and on the send side (byte_limit = 0: keys never rotate);
+#     at the smallest hard_limit above byte_limit = 64kB, libpq's late
+#     answers fit and a COPY FROM beyond it completes.
 #  d. interval: keys rotate at the first I/O after the interval, not before.
 #  (Cipher limits, 2^24 records per key for AES-GCM, i.e. ~256 GiB, are out
 #  of reach of a test and not tested here.)
@@ -460,28 +461,55 @@ SELECT 'row:' || concat_ws(',', bytes_sent, rekeys_sent, max_sent_per_key, rekey
 # several MB under one key after being asked (see a.; on a fresh
 # connection the first answer came after 4.1-5.2 MB in 12 of 12 trials
 # here, about the client's socket send buffer, net.ipv4.tcp_wmem max).
-# With hard_limit = 1MB, well below that lag, a 50 MB COPY FROM is ended.
+# The smallest hard_limit allowed above byte_limit = 64kB leaves 64MB for
+# that: a 70 MB COPY FROM completes.  With byte_limit = 0 the client is
+# never asked, and the same COPY FROM is ended at hard_limit = 64MB.
 {
-	my $file50 = "$tmp/data50.txt";
+	my $file70 = "$tmp/data70.txt";
 	{
 		open(my $in, '<', $datafile) or die;
-		open(my $o, '>', $file50) or die;
+		open(my $o, '>', $file70) or die;
 		while (my $l = <$in>)
 		{
 			print $o $l;
-			last if tell($o) >= 50_000_000;
+			last if tell($o) >= 70_000_000;
 		}
 		close $o;
 		close $in;
 	}
-	$node->safe_psql('postgres', 'CREATE UNLOGGED TABLE dst50 (i int, t text)');
+	$node->safe_psql('postgres', 'CREATE UNLOGGED TABLE dst70 (i int, t text)');
 	my $t0 = totals_row($node);
-	my $log_offset = -s $node->logfile;
 
 	my ($rc, $out, $err) = run_psql(
 		$connstr, qq{SET ssl_renegotiate.hard_limit = '1MB';
+});
+	like($err, qr/ssl_renegotiate\.hard_limit cannot be 1MB: the smallest value other than 0 is 64MB/,
+		'c: hard_limit = 1MB is refused');
+	($rc, $out, $err) = run_psql(
+		$connstr, qq{SET ssl_renegotiate.hard_limit = '64MB';
+});
+	like($err, qr/ssl_renegotiate\.hard_limit must be 0 or at least 65600kB here/,
+		'c: hard_limit = 64MB is refused above byte_limit = 64kB');
+	($rc, $out, $err) = run_psql(
+		$connstr, qq{SET ssl_renegotiate.hard_limit = '65MB';
+\\copy dst70 from '$file70'
+SELECT max_received_per_key FROM ssl_renegotiate_activity WHERE pid = pg_backend_pid();
+});
+	is($rc, 0, 'c: hard_limit = 65MB, byte_limit = 64kB: a 70 MB COPY FROM completes')
+	  or diag($err);
+	my ($maxkey) = $out =~ /^(\d+)$/m;
+	note 'c: libpq sent at most ' . ($maxkey // '?') . ' bytes under one key';
+	is(totals_row($node)->{terminations} - $t0->{terminations},
+		0, 'c: ... with no termination');
+	$node->safe_psql('postgres', 'TRUNCATE dst70');
+
+	$t0 = totals_row($node);
+	my $log_offset = -s $node->logfile;
+	($rc, $out, $err) = run_psql(
+		$connstr, qq{SET ssl_renegotiate.byte_limit = 0;
+SET ssl_renegotiate.hard_limit = '64MB';
 SELECT 'pid:' || pg_backend_pid();
-\\copy dst50 from '$file50'
+\\copy dst70 from '$file70'
 SELECT 'still connected';
 });
 	note "c: receive side: psql exit code $rc, stderr: $err";
@@ -494,7 +522,7 @@ SELECT 'still connected';
 		$err,
 		qr/server closed the connection unexpectedly|connection to server was lost|could not send data to server|SSL SYSCALL error|SSL error|EOF detected|Connection reset/,
 		'c: psql reports the lost connection');
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM dst50'),
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM dst70'),
 		'0', 'c: nothing of the COPY was committed');
 
 	$node->poll_query_until('postgres',
@@ -502,13 +530,13 @@ SELECT 'still connected';
 	  or die "backend $cpid did not exit";
 	my $log = slurp_file($node->logfile, $log_offset);
 	my ($nbytes) = $log =~
-	  /ssl_renegotiate: terminated connection of pid \Q$cpid\E: the client sent (\d+) bytes under one TLS key, more than ssl_renegotiate.hard_limit \(1024 kB\)/;
+	  /ssl_renegotiate: terminated connection of pid \Q$cpid\E: the client sent (\d+) bytes under one TLS key, more than ssl_renegotiate.hard_limit \(64MB\)/;
 	ok(defined $nbytes, 'c: server log says why (terminated connection ... hard_limit)');
 	$nbytes //= 0;
 	note "c: the client sent $nbytes bytes under one key when it was ended";
 	# decided at the first record that crossed the limit
-	cmp_ok($nbytes, '>', 1024 * 1024, 'c: ... more than 1MB under one key');
-	cmp_ok($nbytes, '<=', 1024 * 1024 + $MAX_TLS13_RECORD,
+	cmp_ok($nbytes, '>', 64 * 1024 * 1024, 'c: ... more than 64MB under one key');
+	cmp_ok($nbytes, '<=', 64 * 1024 * 1024 + $MAX_TLS13_RECORD,
 		'c: ... by at most one record');
 	my $t1 = totals_row($node);
 	is($t1->{terminations} - $t0->{terminations},
@@ -524,9 +552,9 @@ SELECT 'still connected';
 	my ($rc, $out, $err) = run_psql(
 		$connstr, qq{\\set VERBOSITY verbose
 SET ssl_renegotiate.byte_limit = 0;
-SET ssl_renegotiate.hard_limit = '1MB';
+SET ssl_renegotiate.hard_limit = '64MB';
 SELECT 'pid:' || pg_backend_pid();
-\\copy (SELECT repeat('x', 1000) FROM generate_series(1, 5000)) to '/dev/null'
+\\copy (SELECT repeat('x', 1000) FROM generate_series(1, 70000)) to '/dev/null'
 SELECT 'still connected';
 });
 	note "c: send side: psql exit code $rc, stderr: $err";
@@ -540,11 +568,14 @@ SELECT 'still connected';
 		'c: client gets FATAL 53400 "... more than ssl_renegotiate.hard_limit was sent under one TLS key"'
 	);
 	my ($nbytes) =
-	  $err =~ /DETAIL:  (\d+) bytes under one key; ssl_renegotiate.hard_limit is 1024 kB/;
+	  $err =~ /DETAIL:  (\d+) bytes under one key; ssl_renegotiate.hard_limit is 64MB\./;
 	ok(defined $nbytes, 'c: DETAIL gives the bytes under the key');
 	$nbytes //= 0;
-	cmp_ok($nbytes, '>', 1024 * 1024, 'c: ... more than 1MB');
-	cmp_ok($nbytes, '<=', send_key_bound(1024 * 1024, 1 + 4 + 1001),
+	like($err,
+		qr/HINT:  ssl_renegotiate\.byte_limit is 0 \(off\), so keys do not rotate by bytes; set it below ssl_renegotiate\.hard_limit by more than the client's lag in answering a key update/,
+		'c: the HINT names byte_limit, hard_limit and the client\'s lag');
+	cmp_ok($nbytes, '>', 64 * 1024 * 1024, 'c: ... more than 64MB');
+	cmp_ok($nbytes, '<=', send_key_bound(64 * 1024 * 1024, 1 + 4 + 1001),
 		'c: ... overshoot bounded like the limit (8 kB buffer + one message)');
 
 	$node->poll_query_until('postgres',

@@ -31,8 +31,8 @@
 #  6. KeyUpdates in a row sent before authentication (right after the TLS
 #     handshake, before the StartupMessage) are bounded the same way.
 #  7. A client that never reads (never answers the server's KeyUpdate
-#     requests, never rotates its key) during a 20 MB COPY FROM, with
-#     limit = 64kB and hard_limit = 1MB, is ended; the log names
+#     requests, never rotates its key) during an 80 MB COPY FROM, with
+#     limit = 64kB and hard_limit = 65MB (the smallest above it) is ended; the log names
 #     hard_limit; terminations grows; nothing of the COPY is committed;
 #     a bystander session is unaffected.  With hard_limit = 0 the same
 #     client completes the COPY (every row committed) and the server shows
@@ -412,7 +412,7 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 {
 	set_conf(
 		byte_limit => [ '64kB', '64kB' ],
-		hard_limit => [ '1MB',  '1MB' ]);
+		hard_limit => [ '65MB', '65MB' ]);
 
 	my $bystander =
 	  background_tls_psql($node, tls_connstr($node, tls => '1.3'));
@@ -420,37 +420,37 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 
 	my $t0  = totals_row($node);
 	my $pos = log_pos();
-	my $r   = run_peer(args => [ '--table', 'hp_copy', 'never-answer', 20 ]);
+	my $r   = run_peer(args => [ '--table', 'hp_copy', 'never-answer', 80 ]);
 	my $pid = $r->{pid};
-	is($r->{copy_started}, 1, 'never-answer, hard_limit 1MB: COPY started');
+	is($r->{copy_started}, 1, 'never-answer, hard_limit 65MB: COPY started');
 	isnt($r->{copy_result}, 'ok',
-		'never-answer, hard_limit 1MB: the client could not finish the COPY');
+		'never-answer, hard_limit 65MB: the client could not finish the COPY');
 	like($r->{result}, qr/^(closed|tls_error)$/,
-		'never-answer, hard_limit 1MB: the connection was ended');
-	ok(wait_gone($pid), 'never-answer, hard_limit 1MB: backend exited');
+		'never-answer, hard_limit 65MB: the connection was ended');
+	ok(wait_gone($pid), 'never-answer, hard_limit 65MB: backend exited');
 
 	my $log = log_since($pos);
 	ok( $log =~
-		  /ssl_renegotiate: terminated connection of pid $pid: the client sent (\d+) bytes under one TLS key, more than ssl_renegotiate\.hard_limit \(1024 kB\)/,
-		'never-answer, hard_limit 1MB: log line names hard_limit');
+		  /ssl_renegotiate: terminated connection of pid $pid: the client sent (\d+) bytes under one TLS key, more than ssl_renegotiate\.hard_limit \(65MB\)/,
+		'never-answer, hard_limit 65MB: log line names hard_limit');
 	my $bytes = $1 // 0;
-	cmp_ok($bytes, '>', $MB,
-		'never-answer, hard_limit 1MB: ... with more than 1 MB under the key');
+	cmp_ok($bytes, '>', 65 * $MB,
+		'never-answer, hard_limit 65MB: ... with more than 65 MB under the key');
 	note "never-answer: ended after $bytes bytes under one key; client wrote "
 	  . ($r->{copy_bytes_sent} // '?')
 	  . ' bytes of CopyData before its writes failed';
 
 	my $t1 = totals_row($node);
 	is(delta($t0, $t1, 'terminations'),
-		1, 'never-answer, hard_limit 1MB: terminations grew by 1');
+		1, 'never-answer, hard_limit 65MB: terminations grew by 1');
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM hp_copy'),
-		'0', 'never-answer, hard_limit 1MB: no row of the COPY committed');
+		'0', 'never-answer, hard_limit 65MB: no row of the COPY committed');
 	is( $node->safe_psql(
 			'postgres',
 			"SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'COPY hp_copy%'"
 		),
 		'0',
-		'never-answer, hard_limit 1MB: no COPY left running');
+		'never-answer, hard_limit 65MB: no COPY left running');
 
 	is($bystander->query_safe('SELECT 7'),
 		'7', 'never-answer: the bystander session still works');
@@ -465,7 +465,7 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	$pos = log_pos();
 	my ($decided, $ended, $state) = (0, 0, '');
 	$r = run_peer(
-		args  => [ '--table', 'hp_copy', 'stall-after', 1024 ],
+		args  => [ '--table', 'hp_copy', 'stall-after', 66560 ],
 		holds => {
 			stalled => sub {
 				my $spid = $_[0]->{pid};
@@ -501,7 +501,7 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 		});
 	my $spid = $r->{pid};
 	is($r->{stalled}, 1,
-		'stall after hard_limit: the client crossed 1 MB inside a CopyData message and stopped'
+		'stall after hard_limit: the client crossed 65 MB inside a CopyData message and stopped'
 	);
 	ok($decided,
 		'stall after hard_limit: the server decided to end it (terminations grew)'
