@@ -18,6 +18,7 @@ OBJS = \
 	settings.o \
 	slots.o \
 	sql_api.o \
+	sql_totals.o \
 	ssl_renegotiate.o \
 	statsfile.o \
 	thresholds.o \

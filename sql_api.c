@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * sql_api.c
- *	  SQL-callable functions: the rows behind the views, the reset, and
- *	  accessors for the current session.
+ *	  SQL-callable functions: the rows behind the activity view, the
+ *	  request for new keys, accessors for the current session, and the
+ *	  visibility rule the totals' functions (sql_totals.c) share.
  *
  * Visibility follows pg_stat_activity: every TLS backend is listed with its
  * pid, but its counters are NULL unless the caller has pg_read_all_stats or
@@ -17,9 +18,8 @@
  * in its slot, since no backend can read another's settings (key_limits.c).
  *
  * Reading other backends' state, this file takes no lock of its own:
- * slots are copied with their change-count protocol (sslr_read_slot), the
- * totals are read and reset under the extension's LWLock (totals.c,
- * role_totals.c), and a request is counted under it held shared
+ * slots are copied with their change-count protocol (sslr_read_slot), and
+ * a request is counted under the extension's LWLock held shared
  * (slots.c).  This session's own slot is read as it is: only this backend
  * writes it.
  *
@@ -42,19 +42,13 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
-#include "role_totals.h"
 #include "slots.h"
-#include "totals.h"
+#include "sql_api.h"
 
 PG_FUNCTION_INFO_V1(ssl_renegotiate_activity_1_0);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_activity_1_1);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_activity_1_2);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_rekey_1_1);
-PG_FUNCTION_INFO_V1(ssl_renegotiate_totals_1_0);
-PG_FUNCTION_INFO_V1(ssl_renegotiate_reset_1_0);
-PG_FUNCTION_INFO_V1(ssl_renegotiate_database_role_totals_1_2);
-PG_FUNCTION_INFO_V1(ssl_renegotiate_database_role_totals_info_1_2);
-PG_FUNCTION_INFO_V1(ssl_renegotiate_reset_database_role_totals_1_2);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_bytes_sent);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_bytes_received);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_records_sent);
@@ -84,10 +78,8 @@ static const int sslr_activity_cols[] = {
 	[SSLR_API_V1_1] = SSLR_ACTIVITY_COLS_V1_1,
 	[SSLR_API_V1_2] = SSLR_ACTIVITY_COLS_V1_2
 };
-#define SSLR_TOTALS_COLS 13
-#define SSLR_ROLE_TOTALS_COLS (2 + SSLR_TOTALS_COLS)
 
-static void
+void
 sslr_require_preload(void)
 {
 	if (!sslr_slots_ready())
@@ -97,14 +89,14 @@ sslr_require_preload(void)
 				 errhint("Add ssl_renegotiate to shared_preload_libraries in postgresql.conf and restart the server.")));
 }
 
-static bool
+bool
 sslr_may_see(Oid userid)
 {
 	return has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS) ||
 		has_privs_of_role(GetUserId(), userid);
 }
 
-static double
+double
 sslr_us_to_ms(int64 us)
 {
 	return us / 1000.0;
@@ -251,8 +243,14 @@ sslr_activity(FunctionCallInfo fcinfo, SslrApiVersion version, int only_pid)
 			values[c++] = BoolGetDatum(requests != s->requests_seen || s->request_pending);
 		}
 		if (version >= SSLR_API_V1_2)
-			c += sslr_limits_columns(&slot.limits, &values[c], &nulls[c]);
-		Assert(c == ncols);
+		{
+			int			limits_cols PG_USED_FOR_ASSERTS_ONLY =
+				sslr_limits_columns(&slot.limits, &values[c], &nulls[c]);
+
+			Assert(c + limits_cols == ncols);
+		}
+		else
+			Assert(c == ncols);
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
@@ -334,110 +332,6 @@ ssl_renegotiate_rekey_1_1(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	}
 	PG_RETURN_BOOL(true);
-}
-
-/* The SSLR_TOTALS_COLS columns of the totals, connections to stats_reset. */
-static void
-sslr_put_totals(Datum *values, int64 connections, const SslrTally *t,
-				TimestampTz stats_reset)
-{
-	int			c = 0;
-
-	values[c++] = Int64GetDatum(connections);
-	values[c++] = Int64GetDatum(t->bytes[SSLR_SENT]);
-	values[c++] = Int64GetDatum(t->bytes[SSLR_RECEIVED]);
-	values[c++] = Int64GetDatum(t->records[SSLR_SENT]);
-	values[c++] = Int64GetDatum(t->records[SSLR_RECEIVED]);
-	values[c++] = Int64GetDatum(t->rekeys[SSLR_SENT]);
-	values[c++] = Int64GetDatum(t->rekeys[SSLR_RECEIVED]);
-	values[c++] = Int64GetDatum(t->rekey_failures);
-	values[c++] = Float8GetDatum(sslr_us_to_ms(t->rekey_time_us));
-	values[c++] = Int64GetDatum(t->rekeys_skipped);
-	values[c++] = Int64GetDatum(t->peer_renegotiations_refused);
-	values[c++] = Int64GetDatum(t->terminations);
-	values[c++] = TimestampTzGetDatum(stats_reset);
-	Assert(c == SSLR_TOTALS_COLS);
-}
-
-Datum
-ssl_renegotiate_totals_1_0(PG_FUNCTION_ARGS)
-{
-	TupleDesc	tupdesc;
-	SslrTotals	totals;
-	Datum		values[SSLR_TOTALS_COLS];
-	bool		nulls[SSLR_TOTALS_COLS] = {0};
-
-	sslr_require_preload();
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-
-	sslr_read_totals(&totals, sslr_may_see);
-	sslr_put_totals(values, totals.connections, &totals.tally, totals.stats_reset);
-
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
-}
-
-Datum
-ssl_renegotiate_reset_1_0(PG_FUNCTION_ARGS pg_attribute_unused())
-{
-	sslr_require_preload();
-	sslr_reset_totals();
-	PG_RETURN_VOID();
-}
-
-/* One row per (database, role); live sessions for those who may see them. */
-Datum
-ssl_renegotiate_database_role_totals_1_2(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	SslrRoleEntry *rows;
-	int			nrows;
-
-	sslr_require_preload();
-	InitMaterializedSRF(fcinfo, 0);
-	nrows = sslr_read_role_totals(&rows, sslr_may_see);
-	for (int i = 0; i < nrows; i++)
-	{
-		Datum		values[SSLR_ROLE_TOTALS_COLS];
-		bool		nulls[SSLR_ROLE_TOTALS_COLS] = {0};
-
-		values[0] = ObjectIdGetDatum(rows[i].key.dbid);
-		values[1] = ObjectIdGetDatum(rows[i].key.userid);
-		sslr_put_totals(values + 2, rows[i].connections, &rows[i].tally,
-						rows[i].stats_reset);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	return (Datum) 0;
-}
-
-Datum
-ssl_renegotiate_database_role_totals_info_1_2(PG_FUNCTION_ARGS)
-{
-	TupleDesc	tupdesc;
-	SslrRoleInfo info;
-	Datum		values[2];
-	bool		nulls[2] = {0};
-
-	sslr_require_preload();
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	sslr_read_role_totals_info(&info);
-	values[0] = Int64GetDatum(info.evicted);
-	values[1] = TimestampTzGetDatum(info.stats_reset);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
-}
-
-/* Not strict: a NULL database or role means every one. */
-Datum
-ssl_renegotiate_reset_database_role_totals_1_2(PG_FUNCTION_ARGS)
-{
-	Oid			dbid = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
-	Oid			userid = PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1);
-
-	sslr_require_preload();
-	sslr_reset_role_totals(PG_ARGISNULL(0) ? NULL : &dbid,
-						   PG_ARGISNULL(1) ? NULL : &userid);
-	PG_RETURN_VOID();
 }
 
 /*

@@ -1,0 +1,22 @@
+/*-------------------------------------------------------------------------
+ *
+ * sql_api.h
+ *	  What the SQL-callable functions share: the preload check and the
+ *	  visibility rule.
+ *
+ * Copyright (c) 2026, ssl_renegotiate developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SSLR_SQL_API_H
+#define SSLR_SQL_API_H
+
+/* ERROR unless loaded by shared_preload_libraries */
+extern void sslr_require_preload(void);
+
+/* May the caller see the counters of this role's backends? */
+extern bool sslr_may_see(Oid userid);
+
+extern double sslr_us_to_ms(int64 us);
+
+#endif							/* SSLR_SQL_API_H */
