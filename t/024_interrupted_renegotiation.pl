@@ -211,12 +211,12 @@ sub session_still_good
 	my $copied = interrupted_copy(
 		'statement_timeout',
 		sub {
-			# it fires after 3 s, while the server still waits (10 s)
+			# it fires after 5 s, while the server still waits (10 s)
 			my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
 			usleep(100_000)
 			  until log_since($pos) =~ /statement timeout/ || time() > $deadline;
 		},
-		"SET statement_timeout = '3s';\n");
+		"SET statement_timeout = '5s';\n");
 	like($err, qr/ERROR:  57014: canceling statement due to statement timeout/,
 		'statement_timeout: the COPY ended with 57014');
 	my $n = is_row_prefix($copied);
