@@ -7,9 +7,10 @@
 # TLS 1.2 (renegotiations, tls12 = renegotiate), during a COPY TO with a
 # new key every 64 kB.  Both come from one measurement: the time the
 # server spends performing its rotations, including, for a renegotiation,
-# its wait for the client's half of the handshake.  (Before the fix the
-# lines of a KeyUpdate stopped the clock before the key was derived and
-# the record written, and those of a renegotiation said 0 ms.)
+# its wait for the client's half of the handshake.  (Before the fix a
+# KeyUpdate's line stopped its clock in OpenSSL's message callback, once
+# the message was written but before the new key was derived, most of the
+# cost; a renegotiation's lines said 0 ms.)
 #
 # Also: one line per rotation (none dropped), and the client's lines say
 # how long after our request its key changed.
