@@ -52,6 +52,7 @@
 
 #include "accounting.h"
 #include "compat.h"
+#include "ending.h"
 #include "policy.h"
 #include "renegotiation.h"
 #include "slots.h"
@@ -166,9 +167,15 @@ sslr_ssl_new(void *parent, void *ptr pg_attribute_unused(),
 		sslr_set_callback_of_new(parent, sslr_msg_callback_early);
 }
 
+/*
+ * At start-up, in the postmaster: put the callback on every connection to
+ * come, and what it needs outside OpenSSL in place first (it may end a
+ * connection before authentication, and can register nothing itself).
+ */
 void
 sslr_accounting_init(void)
 {
+	sslr_ending_init();
 	if (sslr_get_connection_ex_new_index(sslr_ssl_new) < 0)
 		ereport(ERROR,
 				(errmsg("ssl_renegotiate: could not register with OpenSSL")));

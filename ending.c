@@ -9,14 +9,20 @@
  * path, inside SSL_read, can neither ereport nor block: the TLS connection
  * is marked as shut down by the peer (a flag), so OpenSSL processes nothing
  * more of what is waiting and the read reports end of connection; the
- * reason is logged at exit (sslr_defer_termination).
+ * reason is logged at exit (sslr_defer_termination): by policy.c's exit
+ * callback once the connection is authenticated, before that by an exit
+ * handler registered once at start-up (sslr_ending_init), since nothing
+ * may be registered inside OpenSSL.
  *
  * Rotations are logged (ssl_renegotiate.log_rekeys) from a queue filled
  * inside OpenSSL's callbacks and written at the next safe point or at exit.
+ * What our own rotations cost is measured here too (sslr_rotation_cost_*),
+ * once, for both rekey_time and the rotation's log line.
  *
  * Invariants:
  *	- Called inside OpenSSL's callbacks, these functions only set flags
- *	  and fill the fixed-size queue: no ereport, no allocation.
+ *	  and fill the fixed-size queue: no ereport, no allocation, nothing
+ *	  registered.
  *	- A connection is ended once; what is decided after that is ignored.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
@@ -27,8 +33,10 @@
 
 #include "miscadmin.h"
 #include "port/atomics.h"
-#include "storage/ipc.h"
+#include "portability/instr_time.h"
 #include "storage/latch.h"
+
+#include <stdlib.h>
 
 #include <openssl/ssl.h>
 
@@ -50,9 +58,18 @@ typedef struct SslrRekeyLog
 	int64		duration_us;
 } SslrRekeyLog;
 
+/* where the cost of the section being measured goes */
+#define SSLR_COST_CARRY		(-1)	/* to the next line of our sending key */
+#define SSLR_COST_UNLOGGED	(-2)	/* its line was not queued */
+
 typedef struct SslrEndingState
 {
 	bool		attached;		/* policy.c's exit callback calls ours */
+	/* our own rotation being measured, and what is not yet in a line */
+	bool		measuring;
+	instr_time	cost_start;
+	int64		cost_carried_us;
+	int			cost_target;	/* a queue index, or SSLR_COST_* */
 	SslrRekeyLog log_queue[SSLR_LOG_QUEUE];
 	int			log_queued;
 	int64		log_dropped;
@@ -66,11 +83,33 @@ static SslrEndingState sslr_ending;
 
 static void sslr_log_deferred_termination(void);
 
-/* Exit of a backend ended before authentication (no slot, no policy). */
+/*
+ * Exit of a backend ended before authentication (no slot, no policy): an
+ * atexit handler, since PostgreSQL's exit callbacks are registered per
+ * process and the record callback, inside OpenSSL, may register nothing.
+ * It runs after PostgreSQL's own exit callbacks, where logging still works.
+ * Every process inherits it from the postmaster; it says something only in
+ * a backend whose connection the inbound path ended.
+ */
 static void
-sslr_termination_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
+sslr_termination_at_exit(void)
 {
 	sslr_log_deferred_termination();
+}
+
+/* At start-up (the postmaster's _PG_init): before any connection exists. */
+void
+sslr_ending_init(void)
+{
+	static bool registered = false;
+
+	if (registered)
+		return;
+	if (atexit(sslr_termination_at_exit) != 0)
+		ereport(WARNING,
+				(errmsg("ssl_renegotiate: could not register an exit handler"),
+				 errdetail("Connections ended by a limit before authentication will end without a log line.")));
+	registered = true;
 }
 
 /*
@@ -97,11 +136,7 @@ sslr_end_connection(SSL *ssl)
 {
 	SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_RECEIVED_SHUTDOWN);
 	if (!sslr_ending.attached)
-	{
-		/* before authentication: say it from our own exit callback */
-		on_proc_exit(sslr_termination_at_exit, (Datum) 0);
-		return;
-	}
+		return;					/* said by sslr_termination_at_exit */
 	InterruptPending = true;
 	ClientConnectionLost = true;
 	SetLatch(MyLatch);
@@ -177,26 +212,79 @@ sslr_queue_request_log(void)
 	sslr_want_safe_point();
 }
 
+/*
+ * One direction's key changed: queue its log line.  For the client's key,
+ * duration_us is the time from our request to its answer; for ours, the
+ * line takes what sslr_rotation_cost_* measured of this rotation.
+ */
 void
 sslr_queue_rekey_log(SslrDirection dir, bool peer_initiated, int64 bytes,
 					 int64 duration_us)
 {
 	SslrEndingState *ending = &sslr_ending;
 	SslrRekeyLog *entry;
+	int			target = SSLR_COST_UNLOGGED;
 
-	if (!sslr_log_rekeys)
-		return;
-	if (ending->log_queued >= SSLR_LOG_QUEUE)
+	if (dir == SSLR_SENT)
 	{
-		ending->log_dropped++;
-		return;
+		duration_us = ending->cost_carried_us;
+		ending->cost_carried_us = 0;
 	}
-	entry = &ending->log_queue[ending->log_queued++];
-	entry->dir = dir;
-	entry->peer_initiated = peer_initiated;
-	entry->bytes_under_old_key = bytes;
-	entry->duration_us = duration_us;
-	sslr_want_safe_point();
+	if (sslr_log_rekeys && ending->log_queued >= SSLR_LOG_QUEUE)
+		ending->log_dropped++;
+	else if (sslr_log_rekeys)
+	{
+		target = ending->log_queued++;
+		entry = &ending->log_queue[target];
+		entry->dir = dir;
+		entry->peer_initiated = peer_initiated;
+		entry->bytes_under_old_key = bytes;
+		entry->duration_us = duration_us;
+		sslr_want_safe_point();
+	}
+	/* the rest of the section being measured is this line's */
+	if (dir == SSLR_SENT && ending->measuring)
+		ending->cost_target = target;
+}
+
+/*
+ * Around each call that performs a rotation of ours (keyupdate.c,
+ * renegotiation.c, handshake.c): the time in between is counted in
+ * rekey_time and goes to the log line of the rotation it belongs to, the
+ * one whose key changed during the section or, if none did yet (a
+ * renegotiation waits for the client across send points, a KeyUpdate may
+ * go out with a later write), the next one.  So the "in X ms" of the
+ * lines add up to rekey_time, but for attempts that never completed.
+ * Sections do not nest.
+ */
+void
+sslr_rotation_cost_begin(void)
+{
+	SslrEndingState *ending = &sslr_ending;
+
+	Assert(!ending->measuring);
+	ending->measuring = true;
+	ending->cost_target = SSLR_COST_CARRY;
+	INSTR_TIME_SET_CURRENT(ending->cost_start);
+}
+
+void
+sslr_rotation_cost_end(void)
+{
+	SslrEndingState *ending = &sslr_ending;
+	instr_time	elapsed;
+	int64		us;
+
+	INSTR_TIME_SET_CURRENT(elapsed);
+	INSTR_TIME_SUBTRACT(elapsed, ending->cost_start);
+	us = INSTR_TIME_GET_MICROSEC(elapsed);
+	ending->measuring = false;
+
+	sslr_count(&sslr_my_slot->stats.tally.rekey_time_us, us);
+	if (ending->cost_target == SSLR_COST_CARRY)
+		ending->cost_carried_us += us;
+	else if (ending->cost_target >= 0)
+		ending->log_queue[ending->cost_target].duration_us += us;
 }
 
 static void
@@ -229,6 +317,8 @@ sslr_flush_rekey_logs(void)
 				 errhidestmt(true), errhidecontext(true)));
 	ending->log_queued = 0;
 	ending->log_dropped = 0;
+	if (ending->cost_target >= 0)
+		ending->cost_target = SSLR_COST_UNLOGGED;
 }
 
 static void

@@ -25,6 +25,7 @@ typedef enum SslrEndReason
 	SSLR_END_KEY_UPDATE_FLOOD	/* ssl_renegotiate.max_peer_key_updates */
 } SslrEndReason;
 
+extern void sslr_ending_init(void);
 extern void sslr_ending_setup(void);
 extern void sslr_defer_termination(SSL *ssl, SslrEndReason reason, int64 amount);
 extern void sslr_terminate(SslrDirection dir, SslrEndReason reason);
@@ -32,6 +33,8 @@ extern void sslr_limit_skipped(void);
 extern void sslr_queue_request_log(void);
 extern void sslr_queue_rekey_log(SslrDirection dir, bool peer_initiated,
 								 int64 bytes, int64 duration_us);
+extern void sslr_rotation_cost_begin(void);
+extern void sslr_rotation_cost_end(void);
 extern void sslr_ending_safe_point(void);
 extern void sslr_ending_at_exit(void);
 

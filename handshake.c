@@ -14,6 +14,15 @@
  * FATAL says why at once; where PostgreSQL's own write met the closed
  * connection first, a LOG says it at exit.
  *
+ * The wait runs inside PostgreSQL's communication layer (a wrapped
+ * pq_putmessage or pq_flush, perhaps the flush of a NOTICE inside
+ * errfinish, or the CommandComplete of a committed transaction), where
+ * PostgreSQL processes no interrupt but a termination, and that only in
+ * its own write (ProcessClientWriteInterrupt).  So the wait processes
+ * none: a query cancel, a statement_timeout or a termination ends it, and
+ * stays pending for PostgreSQL's write that follows and its next
+ * CHECK_FOR_INTERRUPTS, exactly as if the extension were not there.
+ *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
  *-------------------------------------------------------------------------
@@ -21,7 +30,6 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
-#include "portability/instr_time.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -31,6 +39,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "ending.h"
 #include "handshake.h"
 #include "slots.h"
 #include "thresholds.h"
@@ -61,15 +70,13 @@ void
 sslr_renegotiation_drive(void)
 {
 	SslrRenegotiationState *rn = &sslr_renegotiation;
-	instr_time	start;
-	instr_time	elapsed;
 	bool		failed = false;
 	unsigned long ecode = 0;
 
-	if (rn->wait_over)
+	if (rn->wait_over || rn->dying)
 		return;
 
-	INSTR_TIME_SET_CURRENT(start);
+	sslr_rotation_cost_begin();
 	if (rn->deadline == 0)
 		rn->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 												   SSLR_RENEGOTIATION_WAIT_MS);
@@ -100,6 +107,18 @@ sslr_renegotiation_drive(void)
 			break;
 		}
 
+		/*
+		 * An interrupt that must not wait for the client: leave it pending
+		 * (see the file header), with the latch set again for whoever waits
+		 * next.  A backend that is to die waits for nothing any more.
+		 */
+		if (QueryCancelPending || ProcDiePending)
+		{
+			rn->dying = ProcDiePending;
+			SetLatch(MyLatch);
+			break;
+		}
+
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
 													rn->deadline);
 		if (remaining <= 0)
@@ -112,16 +131,9 @@ sslr_renegotiation_drive(void)
 		}
 		if (WaitLatchOrSocket(MyLatch, waitfor | WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							  sslr_renegotiation.port->sock, remaining, WAIT_EVENT_SSL_OPEN_SERVER) & WL_LATCH_SET)
-		{
 			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
-		}
 	}
-
-	INSTR_TIME_SET_CURRENT(elapsed);
-	INSTR_TIME_SUBTRACT(elapsed, start);
-	sslr_count(&sslr_my_slot->stats.tally.rekey_time_us,
-			   INSTR_TIME_GET_MICROSEC(elapsed));
+	sslr_rotation_cost_end();
 
 	if (rn->peer_refused || failed)
 		rn->in_flight = false;	/* this attempt is over, and said below */

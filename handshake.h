@@ -30,6 +30,8 @@ typedef struct SslrRenegotiationState
 	bool		in_flight;
 	int			finished_seen;	/* bit 1: ours, bit 2: the client's */
 	bool		wait_over;		/* this attempt waited all it may */
+	bool		dying;			/* a termination is pending: wait no more */
+	TimestampTz started;		/* when we asked for it */
 	TimestampTz deadline;
 	bool		verify_peer_pending;
 	bool		peer_refused;

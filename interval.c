@@ -8,14 +8,23 @@
  * expires first.  When it fires, its handler only sets a flag and zeroes
  * the thresholds (thresholds.h), so that the next I/O in either direction
  * reaches policy.c, which calls sslr_interval_check there: that finds the
- * keys that have outlived the interval and arms the timer again.
+ * keys that have outlived the interval.  Only a send point (outside
+ * OpenSSL) arms the timer again (sslr_interval_arm): the inbound path runs
+ * inside OpenSSL's callbacks, where PostgreSQL's timeout calls must not be
+ * made (they may ereport).  A key that changed there has no timer until
+ * the next send point; meanwhile the inbound path looks at the clock at
+ * every record (sslr_interval_rearm_pending), so that a long COPY FROM
+ * still rotates at its first record after the interval.
  *
  * Invariants:
  *	- The handler runs in a signal handler: flags and thresholds only.
+ *	- sslr_interval_check only reads the clock and sets flags: it may run
+ *	  inside OpenSSL.  sslr_interval_arm and sslr_interval_start call
+ *	  PostgreSQL's timeout functions: never inside OpenSSL.
  *	- PostgreSQL's error recovery disarms every timeout; it also resets the
  *	  communication layer, which sendpoint.c reports here
  *	  (sslr_interval_comm_reset), and the timer is set again at the next
- *	  I/O.
+ *	  send point (the error report is one).
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -39,6 +48,10 @@ static volatile sig_atomic_t sslr_due = false;
 
 static bool sslr_expired[SSLR_NDIRECTIONS];
 static TimestampTz sslr_key_since[SSLR_NDIRECTIONS];
+
+/* the clocks were looked at since the timer was last armed */
+static bool sslr_rearm = false;
+static TimestampTz sslr_next_expiry = 0;	/* 0: none (off, or all expired) */
 
 /*
  * The timer fired; or a setting changed, or the timer was disarmed: have
@@ -65,6 +78,7 @@ sslr_interval_start(TimestampTz now)
 	sslr_key_since[SSLR_SENT] = sslr_key_since[SSLR_RECEIVED] = now;
 	sslr_timeout_id = RegisterTimeout(USER_TIMEOUT, sslr_interval_timeout);
 	sslr_interval_check();
+	sslr_interval_arm();
 }
 
 /*
@@ -78,7 +92,10 @@ sslr_interval_key_changed(SslrDirection dir, TimestampTz now)
 	sslr_key_since[dir] = now;
 	sslr_expired[dir] = false;
 	if (sslr_interval_ms() > 0)
+	{
 		sslr_due = true;
+		sslr_rearm = true;
+	}
 }
 
 bool
@@ -95,8 +112,9 @@ sslr_interval_expired(SslrDirection dir)
 }
 
 /*
- * Find which directions' keys have outlived the interval and arm the timer
- * for the next one to do so.
+ * Find which directions' keys have outlived the interval, and when the
+ * next one will.  Reads the clock and sets flags only: the inbound path
+ * calls it inside OpenSSL.
  */
 void
 sslr_interval_check(void)
@@ -106,11 +124,11 @@ sslr_interval_check(void)
 	int64		interval_ms = sslr_interval_ms();
 
 	sslr_due = false;
+	sslr_next_expiry = 0;
 	if (interval_ms <= 0 || sslr_timeout_id == MAX_TIMEOUTS)
 	{
 		sslr_expired[SSLR_SENT] = sslr_expired[SSLR_RECEIVED] = false;
-		if (sslr_timeout_id != MAX_TIMEOUTS && get_timeout_active(sslr_timeout_id))
-			disable_timeout(sslr_timeout_id, false);
+		sslr_rearm = sslr_timeout_id != MAX_TIMEOUTS;
 		return;
 	}
 
@@ -124,8 +142,38 @@ sslr_interval_check(void)
 		else if (next == 0 || expiry < next)
 			next = expiry;
 	}
-	if (next != 0)
-		enable_timeout_at(sslr_timeout_id, next);
+	sslr_next_expiry = next;
+
+	/* a timer that fires no later than that will do (these only read) */
+	sslr_rearm = !(next != 0 && get_timeout_active(sslr_timeout_id) &&
+				   get_timeout_finish_time(sslr_timeout_id) <= next);
+}
+
+/*
+ * Has the timer to be armed again, by a send point?  Until then the
+ * inbound path looks at the clock at every record.
+ */
+bool
+sslr_interval_rearm_pending(void)
+{
+	return sslr_rearm && sslr_next_expiry != 0;
+}
+
+/*
+ * At a send point, outside OpenSSL: look at the clocks if due, then arm
+ * the timer for the next key to outlive the interval, or disarm it if
+ * there is none.
+ */
+void
+sslr_interval_arm(void)
+{
+	if (sslr_due)
+		sslr_interval_check();
+	if (!sslr_rearm || sslr_timeout_id == MAX_TIMEOUTS)
+		return;
+	sslr_rearm = false;
+	if (sslr_next_expiry != 0)
+		enable_timeout_at(sslr_timeout_id, sslr_next_expiry);
 	else if (get_timeout_active(sslr_timeout_id))
 		disable_timeout(sslr_timeout_id, false);
 }

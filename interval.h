@@ -19,6 +19,8 @@ extern void sslr_interval_start(TimestampTz now);
 extern void sslr_interval_key_changed(SslrDirection dir, TimestampTz now);
 extern bool sslr_interval_due(void);
 extern void sslr_interval_check(void);
+extern bool sslr_interval_rearm_pending(void);
+extern void sslr_interval_arm(void);
 extern bool sslr_interval_expired(SslrDirection dir);
 extern void sslr_interval_recheck(void);
 extern void sslr_interval_comm_reset(void);

@@ -19,7 +19,9 @@
  *	- OpenSSL's error queue is left as it was found (ERR_set_mark /
  *	  ERR_pop_to_mark around every call).
  *	- Nothing here blocks, allocates or ereports: the request runs inside
- *	  SSL_read, and the rest is measured, counted and returned to policy.c.
+ *	  SSL_read, and the rest is counted and returned to policy.c.  What our
+ *	  own KeyUpdate costs is measured by ending.c (sslr_rotation_cost_*),
+ *	  for rekey_time and its log line alike.
  *	- The state below is this backend's own; what policy.c needs of it (the
  *	  lag, the count of unasked updates) it gets by asking.
  *
@@ -29,12 +31,12 @@
  */
 #include "postgres.h"
 
-#include "portability/instr_time.h"
 #include "utils/timestamp.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "ending.h"
 #include "keyupdate.h"
 #include "settings.h"
 #include "slots.h"
@@ -51,9 +53,6 @@ typedef struct SslrKeyUpdateState
 	int64		budget_bytes;
 	TimestampTz budget_time;
 	int64		unasked;
-	/* our own KeyUpdate in progress, for its duration */
-	instr_time	send_start;
-	bool		sending;
 } SslrKeyUpdateState;
 
 static SslrKeyUpdateState sslr_keyupdate;
@@ -71,14 +70,10 @@ sslr_transient_error(unsigned long ecode)
 SslrAttempt
 sslr_keyupdate_send(SSL *ssl)
 {
-	SslrKeyUpdateState *ku = &sslr_keyupdate;
 	unsigned long ecode = 0;
 	int			ok;
-	instr_time	elapsed;
 
-	INSTR_TIME_SET_CURRENT(ku->send_start);
-	ku->sending = true;
-
+	sslr_rotation_cost_begin();
 	ERR_set_mark();
 	ok = SSL_key_update(ssl, SSL_KEY_UPDATE_NOT_REQUESTED);
 	if (ok)
@@ -94,30 +89,15 @@ sslr_keyupdate_send(SSL *ssl)
 		ecode = ERR_peek_last_error();
 	ERR_pop_to_mark();
 
-	ku->sending = false;
-	INSTR_TIME_SET_CURRENT(elapsed);
-	INSTR_TIME_SUBTRACT(elapsed, ku->send_start);
-
+	/*
+	 * Its key derivation and the write of its record: counted, and given to
+	 * the log line of the key that changed meanwhile (or, if the message is
+	 * still queued, to that of the write that sends it).
+	 */
+	sslr_rotation_cost_end();
 	if (ok)
-	{
-		sslr_count(&sslr_my_slot->stats.tally.rekey_time_us,
-				   INSTR_TIME_GET_MICROSEC(elapsed));
 		return SSLR_ATTEMPT_DONE;
-	}
 	return sslr_transient_error(ecode) ? SSLR_ATTEMPT_RETRY : SSLR_ATTEMPT_FAILED;
-}
-
-/* How long our KeyUpdate that just went out has taken so far. */
-int64
-sslr_keyupdate_sent_duration(void)
-{
-	instr_time	elapsed;
-
-	if (!sslr_keyupdate.sending)
-		return 0;
-	INSTR_TIME_SET_CURRENT(elapsed);
-	INSTR_TIME_SUBTRACT(elapsed, sslr_keyupdate.send_start);
-	return INSTR_TIME_GET_MICROSEC(elapsed);
 }
 
 /* The peer's sending key, from the inbound path: ask for a new one. */

@@ -22,9 +22,9 @@
  * interval.c.
  *
  * Invariants:
- *	- On the inbound record path (inside SSL_read) only what sets flags:
- *	  a KeyUpdate request, the start of a renegotiation, ending the
- *	  connection by a flag; no ereport, no allocation.
+ *	- Inside OpenSSL's callbacks (the record path, inside SSL_read or
+ *	  SSL_write) only what sets flags: no ereport, allocation, lock, timer
+ *	  or exit callback; the interval's timer is armed at send points.
  *	- The state below is this backend's own: no other backend reads it.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
@@ -139,6 +139,9 @@ sslr_recompute(void)
 	}
 	if (sslr_safe_point_work)
 		sslr_attention_bytes[SSLR_SENT] = 0;
+	/* no timer until the next send point arms it: watch the clock */
+	if (sslr_interval_rearm_pending())
+		sslr_attention_records[SSLR_RECEIVED] = sslr_attention_bytes[SSLR_SENT] = 0;
 
 	sslr_limits_publish_changed();
 	/* the timer may have fired while we computed */
@@ -201,14 +204,12 @@ void
 sslr_key_rotated(SSL *ssl, SslrDirection dir)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	int64		duration_us = 0;
+	int64		duration_us = 0;	/* ours: measured by ending.c */
 	bool		peer_initiated = false;
 
-	if (dir == SSLR_SENT)
-		duration_us = sslr_keyupdate_sent_duration();
-	else if (sslr_my_slot->stats.rekey_pending)
+	if (dir == SSLR_RECEIVED && sslr_my_slot->stats.rekey_pending)
 		duration_us = sslr_keyupdate_answered(now);
-	else
+	else if (dir == SSLR_RECEIVED)
 	{
 		peer_initiated = true;
 		if (!sslr_keyupdate_unasked_allowed(now))
@@ -234,7 +235,8 @@ sslr_handshake_message(int write_p, int msg_type)
 	/* both directions have new keys, perhaps of another cipher */
 	now = GetCurrentTimestamp();
 	sslr_retire_key(SSLR_SENT, now, false, 0);
-	sslr_retire_key(SSLR_RECEIVED, now, false, 0);
+	sslr_retire_key(SSLR_RECEIVED, now, false,
+					sslr_renegotiation_started_ago(now));
 	sslr_policy.cipher_record_limit = sslr_cipher_limit_for(sslr_policy.ssl);
 	sslr_publish_record_limit(sslr_policy.cipher_record_limit);
 	sslr_renegotiation_note_cipher();
@@ -298,7 +300,8 @@ sslr_receive_attention(SSL *ssl)
 		return;
 	}
 
-	if (sslr_interval_due())
+	/* flags only: the timer is armed at the next send point */
+	if (sslr_interval_due() || sslr_interval_rearm_pending())
 		sslr_interval_check();
 
 	if (hard > 0 && stats->bytes_under_key[SSLR_RECEIVED] > hard)
@@ -395,6 +398,7 @@ sslr_policy_send_point(bool may_block)
 		sslr_renegotiation_drive();
 	if (sslr_renegotiation_waiting())
 		sslr_safe_point_work = true;	/* look again at the next point */
+	sslr_interval_arm();		/* outside OpenSSL, as it must be */
 	sslr_recompute();
 }
 

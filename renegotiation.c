@@ -41,6 +41,7 @@
 #include <openssl/tls1.h>
 
 #include "compat.h"
+#include "ending.h"
 #include "handshake.h"
 #include "renegotiation.h"
 #include "slots.h"
@@ -107,6 +108,7 @@ sslr_renegotiation_start(SSL *ssl)
 		return false;
 	rn->in_flight = true;
 	rn->wait_over = false;
+	rn->started = GetCurrentTimestamp();
 	rn->deadline = 0;
 	rn->finished_seen = 0;
 	sslr_publish_rekey_pending(true);
@@ -120,9 +122,11 @@ sslr_renegotiation_now(bool may_block)
 	if (!sslr_renegotiation_start(sslr_renegotiation.ssl))
 		return false;
 
+	sslr_rotation_cost_begin();
 	ERR_set_mark();
 	(void) SSL_do_handshake(sslr_renegotiation.ssl); /* sends the HelloRequest */
 	ERR_pop_to_mark();
+	sslr_rotation_cost_end();
 
 	if (may_block)
 		sslr_renegotiation_drive();
@@ -141,6 +145,13 @@ bool
 sslr_renegotiation_waiting(void)
 {
 	return sslr_renegotiation.in_flight && !sslr_renegotiation.wait_over;
+}
+
+/* Microseconds since our renegotiation in flight was asked for. */
+int64
+sslr_renegotiation_started_ago(TimestampTz now)
+{
+	return Max(now - sslr_renegotiation.started, 0);
 }
 
 /*

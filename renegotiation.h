@@ -10,6 +10,7 @@
 #ifndef SSLR_RENEGOTIATION_H
 #define SSLR_RENEGOTIATION_H
 
+#include "datatype/timestamp.h"
 #include "libpq/libpq-be.h"
 
 #include <openssl/ssl.h>
@@ -19,6 +20,7 @@ extern bool sslr_renegotiation_start(SSL *ssl);
 extern bool sslr_renegotiation_now(bool may_block);
 extern bool sslr_renegotiation_in_flight(void);
 extern bool sslr_renegotiation_waiting(void);
+extern int64 sslr_renegotiation_started_ago(TimestampTz now);
 extern bool sslr_renegotiation_finished(int write_p, int msg_type);
 extern void sslr_renegotiation_note_cipher(void);
 extern void sslr_renegotiation_alert(int write_p, int level, int description);

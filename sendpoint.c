@@ -21,6 +21,10 @@
  *	  it could read is lost.  A client killed with our KeyUpdate request
  *	  unread answers with a RST, which makes the first write fail.
  *	- Safe points do not nest, and do nothing once the backend exits.
+ *	- A safe point processes no interrupt (no CHECK_FOR_INTERRUPTS, not
+ *	  even in a wait): PostgreSQL's own write path below handles a
+ *	  termination as it always does, and a cancel or statement_timeout
+ *	  waits for its next CHECK_FOR_INTERRUPTS (see handshake.c).
  *	- What sends nothing (is_send_pending) is left as it was; comm_reset,
  *	  which PostgreSQL's error recovery calls after disarming every timeout,
  *	  is reported to interval.c.
