@@ -294,20 +294,16 @@ sslr_receive_attention(SSL *ssl)
 	const SslrConnStats *stats = &sslr_my_slot->stats;
 	int64		hard = sslr_hard_limit_bytes();
 
+	/* not yet authenticated: nothing may happen before attach */
 	if (sslr_policy.ssl == NULL || ssl != sslr_policy.ssl)
-	{
-		/* not yet authenticated: nothing may happen before attach */
 		return;
-	}
 
 	/* flags only: the timer is armed at the next send point */
 	if (sslr_interval_due() || sslr_interval_rearm_pending())
 		sslr_interval_check();
 
-	if (hard > 0 && stats->bytes_under_key[SSLR_RECEIVED] > hard)
-		sslr_defer_termination(ssl, SSLR_END_HARD_LIMIT,
-							   stats->bytes_under_key[SSLR_RECEIVED]);
-	else if (sslr_may_rotate(SSLR_RECEIVED) && sslr_rotation_due(SSLR_RECEIVED))
+	/* a rotation that may still be tried comes before the hard limit */
+	if (sslr_may_rotate(SSLR_RECEIVED) && sslr_rotation_due(SSLR_RECEIVED))
 	{
 		if (sslr_policy.tls13)
 		{
@@ -332,6 +328,9 @@ sslr_receive_attention(SSL *ssl)
 			sslr_defer_termination(ssl, SSLR_END_TLS12,
 								   stats->bytes_under_key[SSLR_RECEIVED]);
 	}
+	else if (hard > 0 && stats->bytes_under_key[SSLR_RECEIVED] > hard)
+		sslr_defer_termination(ssl, SSLR_END_HARD_LIMIT,
+							   stats->bytes_under_key[SSLR_RECEIVED]);
 	sslr_recompute();
 }
 
@@ -367,9 +366,8 @@ sslr_policy_send_point(bool may_block)
 	if (sslr_interval_due())
 		sslr_interval_check();
 
-	if (hard > 0 && stats->bytes_under_key[SSLR_SENT] > hard)
-		sslr_terminate(SSLR_SENT, SSLR_END_HARD_LIMIT);
-	else if (sslr_may_rotate(SSLR_SENT) && sslr_rotation_due(SSLR_SENT))
+	/* as on the inbound path: a rotation first, if one may be tried */
+	if (sslr_may_rotate(SSLR_SENT) && sslr_rotation_due(SSLR_SENT))
 	{
 		if (sslr_policy.tls13)
 		{
@@ -390,6 +388,8 @@ sslr_policy_send_point(bool may_block)
 			sslr_terminate(SSLR_SENT, sslr_policy.requested[SSLR_SENT] ?
 						   SSLR_END_TLS12_REQUEST : SSLR_END_TLS12);
 	}
+	else if (hard > 0 && stats->bytes_under_key[SSLR_SENT] > hard)
+		sslr_terminate(SSLR_SENT, SSLR_END_HARD_LIMIT);
 	if (sslr_safe_point_work)
 		sslr_do_safe_point_work();
 
@@ -406,7 +406,17 @@ sslr_policy_send_point(bool may_block)
  * Start and end of a connection
  * ---------------------------------------------------------------------
  */
-static void sslr_policy_at_exit(int code, Datum arg);
+/* Backend exit: nothing more may act; say what could not be said. */
+static void
+sslr_policy_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
+{
+	sslr_attention_bytes[SSLR_SENT] = sslr_attention_bytes[SSLR_RECEIVED] = SSLR_NO_LIMIT;
+	sslr_attention_records[SSLR_SENT] = sslr_attention_records[SSLR_RECEIVED] = SSLR_NO_LIMIT;
+	sslr_safe_point_work = false;
+
+	sslr_ending_at_exit();
+	sslr_renegotiation_at_exit(sslr_policy.cipher_record_limit);
+}
 
 /* The connection is authenticated: start enforcing on it. */
 void
@@ -437,16 +447,4 @@ sslr_rekey_start(Port *port)
 	sslr_interval_start(now);
 	sslr_limits_changed();
 	sslr_recompute();
-}
-
-/* Backend exit: nothing more may act; say what could not be said. */
-static void
-sslr_policy_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
-{
-	sslr_attention_bytes[SSLR_SENT] = sslr_attention_bytes[SSLR_RECEIVED] = SSLR_NO_LIMIT;
-	sslr_attention_records[SSLR_SENT] = sslr_attention_records[SSLR_RECEIVED] = SSLR_NO_LIMIT;
-	sslr_safe_point_work = false;
-
-	sslr_ending_at_exit();
-	sslr_renegotiation_at_exit(sslr_policy.cipher_record_limit);
 }

@@ -249,5 +249,23 @@ is("$rc $out", "0 1000\n", 'hard_limit = 64MB, byte_limit = 0: a TLS login and q
 ($rc, $out) = run_tls_psql('SELECT 1', user => 'regress_hard', dbname => 'regress_bytes');
 is("$rc $out", "0 1\n", '... also with byte_limit from the database');
 
+# ---------------------------------------------------------------------
+# 5. One message larger than the margin: a rotation, not an end
+# ---------------------------------------------------------------------
+# Nothing rotates inside a message, so a 70 MB row goes out under one key,
+# past hard_limit; at the next send point the due rotation comes first.
+set_file_conf("ssl_renegotiate.byte_limit = '1MB'\nssl_renegotiate.hard_limit = '65MB'");
+reload_and_wait('ssl_renegotiate.hard_limit', '65MB');
+my $ROW = 70 * 1024 * 1024;
+($rc, $out, $err) = run_tls_psql(
+	qq{SELECT length(r), md5(r) = md5(repeat('x', $ROW)), r FROM (SELECT repeat('x', $ROW) r) s;
+SELECT rekeys_sent FROM ssl_renegotiate_activity WHERE pid = pg_backend_pid();
+});
+is($rc, 0, 'a 70 MB row with hard_limit 65MB: the session goes on') or diag($err);
+unlike($err, qr/FATAL/, '... with no FATAL');
+my @lines = split /\n/, $out;
+is(length($lines[0] // ''), length("$ROW|t|") + $ROW, '... the whole row arrived');
+cmp_ok($lines[1] // 0, '>=', 1, '... and the send key rotated after it');
+
 $node->stop;
 done_testing();
