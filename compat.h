@@ -103,4 +103,16 @@
 	SSL_set_msg_callback((SSL *) (parent), (callback))
 #endif
 
+/*
+ * A shared hash table of a fixed size (role_totals.c): up to 18 its initial
+ * and its largest size are given apart; from 19 on there is one size.
+ */
+#if PG_VERSION_NUM >= 190000
+#define sslr_shmem_init_hash(name, nelems, info, flags) \
+	ShmemInitHash((name), (nelems), (info), (flags))
+#else
+#define sslr_shmem_init_hash(name, nelems, info, flags) \
+	ShmemInitHash((name), (nelems), (nelems), (info), (flags))
+#endif
+
 #endif							/* SSL_RENEGOTIATE_COMPAT_H */

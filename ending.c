@@ -42,7 +42,6 @@
 
 #include "ending.h"
 #include "key_limits.h"
-#include "keyupdate.h"
 #include "settings.h"
 #include "slots.h"
 #include "thresholds.h"
@@ -189,8 +188,8 @@ sslr_terminate(SslrDirection dir, SslrEndReason reason)
 					 "Keys rotate from ssl_renegotiate.byte_limit (%s) on; ssl_renegotiate.hard_limit must stay above it by more than the client's lag in answering a key update (%s on this connection). Raise hard_limit, or set it to 0." :
 					 "ssl_renegotiate.byte_limit is %s (off), so keys do not rotate by bytes; set it below ssl_renegotiate.hard_limit by more than the client's lag in answering a key update (%s on this connection), or set hard_limit to 0.",
 					 sslr_format_bytes(sslr_byte_limit_bytes()),
-					 sslr_keyupdate_peer_lag() > 0 ?
-					 sslr_format_bytes(sslr_keyupdate_peer_lag()) : "none measured")));
+					 sslr_peer_lag() > 0 ?
+					 sslr_format_bytes(sslr_peer_lag()) : "none measured")));
 }
 
 /* A TLS 1.2 limit where policy says carry on: count it, say it once. */

@@ -172,6 +172,21 @@ sslr_key_limits_safe_point(void)
 			 errhidestmt(true), errhidecontext(true)));
 }
 
+/* This connection's measured lag (key_limits.h). */
+static int64 sslr_measured_peer_lag = 0;
+
+void
+sslr_note_peer_lag(int64 bytes)
+{
+	sslr_measured_peer_lag = bytes;
+}
+
+int64
+sslr_peer_lag(void)
+{
+	return sslr_measured_peer_lag;
+}
+
 /* A setting changed since the limits in force were last published. */
 static bool sslr_limits_stale = false;
 

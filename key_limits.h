@@ -30,6 +30,14 @@ extern int64 sslr_hard_limit_bytes(void);
 extern int64 sslr_interval_ms(void);
 extern bool sslr_old_limit_in_force(void);
 
+/*
+ * Bytes a TLS 1.3 peer sent between our last key update request and its
+ * answer (keyupdate.c learns it): policy.c asks that much before the byte
+ * limit, and the hard limit's margin is for it.
+ */
+extern void sslr_note_peer_lag(int64 bytes);
+extern int64 sslr_peer_lag(void);
+
 extern int64 sslr_cipher_limit_for(const SSL *ssl);
 extern SslrTls12Policy sslr_tls12_action(void);
 

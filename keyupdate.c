@@ -37,6 +37,7 @@
 #include <openssl/ssl.h>
 
 #include "ending.h"
+#include "key_limits.h"
 #include "keyupdate.h"
 #include "settings.h"
 #include "slots.h"
@@ -47,7 +48,6 @@ typedef struct SslrKeyUpdateState
 	/* our one outstanding request to the peer */
 	int64		request_at_bytes;
 	TimestampTz request_time;
-	int64		peer_lag;		/* bytes between our last request and its answer */
 	/* the budget of key updates the peer sends unasked */
 	int64		budget_credit;
 	int64		budget_bytes;
@@ -130,20 +130,11 @@ sslr_keyupdate_answered(TimestampTz now)
 {
 	SslrKeyUpdateState *ku = &sslr_keyupdate;
 
-	ku->peer_lag = sslr_my_slot->stats.tally.bytes[SSLR_RECEIVED] - ku->request_at_bytes;
+	sslr_note_peer_lag(sslr_my_slot->stats.tally.bytes[SSLR_RECEIVED] - ku->request_at_bytes);
 	sslr_publish_rekey_pending(false);
 	return now - ku->request_time;
 }
 
-/*
- * Bytes the peer sent between our last request and its answer: policy.c
- * asks that much before the limit.
- */
-int64
-sslr_keyupdate_peer_lag(void)
-{
-	return sslr_keyupdate.peer_lag;
-}
 
 /*
  * May the peer make us derive one more key, unasked?  A token bucket: it

@@ -26,7 +26,6 @@ typedef enum SslrAttempt
 extern SslrAttempt sslr_keyupdate_send(SSL *ssl);
 extern SslrAttempt sslr_keyupdate_request(SSL *ssl);
 extern int64 sslr_keyupdate_answered(TimestampTz now);
-extern int64 sslr_keyupdate_peer_lag(void);
 extern bool sslr_keyupdate_unasked_allowed(TimestampTz now);
 extern int64 sslr_keyupdate_unasked(void);
 

@@ -89,7 +89,7 @@ static int64
 sslr_rotation_trigger(SslrDirection dir)
 {
 	int64		limit = sslr_byte_limit_bytes();
-	int64		lag = sslr_keyupdate_peer_lag();
+	int64		lag = sslr_peer_lag();
 
 	if (limit <= 0)
 		return SSLR_NO_LIMIT;

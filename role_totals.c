@@ -38,6 +38,7 @@
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "role_totals.h"
 #include "slots.h"
 
@@ -90,10 +91,9 @@ sslr_role_totals_shmem_startup(void)
 	}
 	info.keysize = sizeof(SslrRoleKey);
 	info.entrysize = sizeof(SslrRoleEntry);
-	sslr_role_table = ShmemInitHash("ssl_renegotiate database role table",
-									sslr_max_database_role_totals,
-									sslr_max_database_role_totals,
-									&info, HASH_ELEM | HASH_BLOBS);
+	sslr_role_table = sslr_shmem_init_hash("ssl_renegotiate database role table",
+										   sslr_max_database_role_totals,
+										   &info, HASH_ELEM | HASH_BLOBS);
 	LWLockRelease(AddinShmemInitLock);
 }
 
