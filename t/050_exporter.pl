@@ -19,22 +19,31 @@
 #      its next I/O
 #   P  TLS 1.3, a COPY FROM STDIN left open: libpq reads only when its own
 #      write blocks, so the server's key update request stays pending
+#   S  TLS 1.3 with its own interval (1s, in its connection's options, the
+#      server's being off): in pg_sleep, past its interval
+#   C  TLS 1.2 under a role with tls12 = warn and interval = 1s: a COPY
+#      FROM STDIN whose keys never rotate, past its interval; fed twice
 #
 # Once every counter has settled, /metrics is scraped over HTTP and each
-# ssl_renegotiate_* series must equal what the views (read over the Unix
-# socket just before and just after, unchanged) say: the totals, the
+# pg_ssl_renegotiate_* series must equal what the views (read over the
+# Unix socket just before and just after, unchanged) say: the totals, the
 # totals per database and role (labels datname and usename), the live
-# connections' largest keys and states, pg_stat_ssl's versions, the
-# settings.  Checked three times: ssl_renegotiate.interval off (nothing
-# past it), the interval at 1s (P, busy, is past it), and after every
-# session has ended.  Then promtool lints the scraped names and checks and
-# unit-tests the alert rules.
+# connections' largest keys and states against each one's own limits in
+# force, pg_stat_ssl's versions.  Checked four times: the server's
+# ssl_renegotiate.interval off (C, moving data, is past its own interval;
+# S, in pg_sleep, is not counted; P, in a COPY too, has no interval), after
+# C sent more (the bytes under its old key grew), the server's interval
+# at 1s (P's COPY still runs without it: its limits in force are those it
+# started the command with), and after every session has ended.  The
+# exporter's settings collector shows the settings as
+# pg_settings_ssl_renegotiate_*.  Then promtool lints the scraped names and
+# checks and unit-tests the alert rules.
 #
-# The exporter runs with --disable-default-metrics,
-# --disable-settings-metrics, --no-collector.database and
-# --no-collector.bgwriter: only our queries, so pg_exporter_last_scrape_error
-# speaks about them alone (0.11.1's built-in queries read catalog columns
-# that PostgreSQL 17 moved, e.g. pg_stat_bgwriter's checkpoint counts).
+# The exporter runs with --disable-default-metrics, --no-collector.database
+# and --no-collector.bgwriter: only our queries and pg_settings, so
+# pg_exporter_last_scrape_error speaks about them alone (0.11.1's built-in
+# queries read catalog columns that PostgreSQL 17 moved, e.g.
+# pg_stat_bgwriter's checkpoint counts).
 
 use strict;
 use warnings FATAL => 'all';
@@ -73,6 +82,10 @@ $node->safe_psql(
 	CREATE ROLE regress_tls12_warn LOGIN;
 	ALTER ROLE regress_tls12_warn SET ssl_renegotiate.tls12 = 'warn';
 	CREATE TABLE copy_in (i int, s text);
+	CREATE ROLE regress_copy_past LOGIN;
+	ALTER ROLE regress_copy_past SET ssl_renegotiate.tls12 = 'warn';
+	ALTER ROLE regress_copy_past SET ssl_renegotiate.interval = '1s';
+	GRANT INSERT ON copy_in TO regress_copy_past;
 });
 
 # ---------------------------------------------------------------------
@@ -94,7 +107,6 @@ my $exporter;
 			"--web.listen-address=127.0.0.1:$http_port",
 			"--extend.query-path=$MONITORING/queries.yaml",
 			'--disable-default-metrics',
-			'--disable-settings-metrics',
 			'--no-collector.database',
 			'--no-collector.bgwriter',
 		],
@@ -156,24 +168,24 @@ sub expected
 {
 	my $t = totals_row($node);
 	my %e = (
-		ssl_renegotiate_connections_total            => $t->{connections},
-		ssl_renegotiate_terminations_total           => $t->{terminations},
-		ssl_renegotiate_rotation_failures_total      => $t->{rekey_failures},
-		ssl_renegotiate_rotations_skipped_total      => $t->{rekeys_skipped},
-		ssl_renegotiate_renegotiations_refused_total =>
+		pg_ssl_renegotiate_connections_total    => $t->{connections},
+		pg_ssl_renegotiate_terminations_total   => $t->{terminations},
+		pg_ssl_renegotiate_rekey_failures_total => $t->{rekey_failures},
+		pg_ssl_renegotiate_rekeys_skipped_total => $t->{rekeys_skipped},
+		pg_ssl_renegotiate_renegotiations_refused_total =>
 		  $t->{renegotiations_refused},
-		ssl_renegotiate_rotation_seconds_total => $t->{rekey_time} / 1000,
-		ssl_renegotiate_stats_reset_timestamp_seconds => $node->safe_psql(
+		pg_ssl_renegotiate_rekey_seconds_total => $t->{rekey_time} / 1000,
+		pg_ssl_renegotiate_stats_reset_timestamp_seconds => $node->safe_psql(
 			'postgres',
 			'SELECT extract(epoch FROM stats_reset) FROM ssl_renegotiate_totals'
 		),);
 	for my $dir ('sent', 'received')
 	{
-		$e{"ssl_renegotiate_traffic_bytes_total{direction=$dir}"} =
+		$e{"pg_ssl_renegotiate_traffic_bytes_total{direction=$dir}"} =
 		  $t->{"bytes_$dir"};
-		$e{"ssl_renegotiate_traffic_records_total{direction=$dir}"} =
+		$e{"pg_ssl_renegotiate_traffic_records_total{direction=$dir}"} =
 		  $t->{"records_$dir"};
-		$e{"ssl_renegotiate_traffic_key_rotations_total{direction=$dir}"} =
+		$e{"pg_ssl_renegotiate_traffic_rekeys_total{direction=$dir}"} =
 		  $t->{"rekeys_$dir"};
 	}
 
@@ -189,75 +201,76 @@ sub expected
 	{
 		my $l = "datname=$r->{datname}";
 		my $u = "usename=$r->{usename}";
-		$e{"ssl_renegotiate_database_role_connections_total{$l,$u}"} =
+		$e{"pg_ssl_renegotiate_database_role_connections_total{$l,$u}"} =
 		  $r->{connections};
-		$e{"ssl_renegotiate_database_role_terminations_total{$l,$u}"} =
+		$e{"pg_ssl_renegotiate_database_role_terminations_total{$l,$u}"} =
 		  $r->{terminations};
-		$e{"ssl_renegotiate_database_role_rotation_failures_total{$l,$u}"} =
+		$e{"pg_ssl_renegotiate_database_role_rekey_failures_total{$l,$u}"} =
 		  $r->{rekey_failures};
 		for my $dir ('sent', 'received')
 		{
 			my $k = "{$l,direction=$dir,$u}";
-			$e{"ssl_renegotiate_database_role_traffic_bytes_total$k"} =
+			$e{"pg_ssl_renegotiate_database_role_traffic_bytes_total$k"} =
 			  $r->{"bytes_$dir"};
-			$e{"ssl_renegotiate_database_role_traffic_records_total$k"} =
+			$e{"pg_ssl_renegotiate_database_role_traffic_records_total$k"} =
 			  $r->{"records_$dir"};
-			$e{"ssl_renegotiate_database_role_traffic_key_rotations_total$k"} =
+			$e{"pg_ssl_renegotiate_database_role_traffic_rekeys_total$k"} =
 			  $r->{"rekeys_$dir"};
 		}
 	}
 
-	my %setting = map { $_->{name} => $_ } @{
-		json_rows(
-			q{SELECT name, setting, unit FROM pg_settings WHERE name LIKE 'ssl_renegotiate.%'}
-		) };
-	for my $name ('byte_limit', 'hard_limit')
-	{
-		my $s = $setting{"ssl_renegotiate.$name"};
-		die "unit of $name is $s->{unit}" unless $s->{unit} eq 'kB';
-		$e{"ssl_renegotiate_setting_${name}_bytes"} = $s->{setting} * 1024;
-	}
-	my $interval = $setting{'ssl_renegotiate.interval'};
-	die "unit of interval is $interval->{unit}" unless $interval->{unit} eq 's';
-	$e{ssl_renegotiate_setting_interval_seconds} = $interval->{setting};
-
+	# each live connection against its own limits in force
 	my $live = json_rows(
 		q{SELECT r.sent_since_rekey, r.received_since_rekey, r.rekey_pending,
-		         r.rekey_requested, a.state,
+		         r.rekey_requested, r.byte_limit, a.state, a.wait_event_type,
+		         extract(epoch FROM r.rekey_interval) AS interval_seconds,
 		         extract(epoch FROM now() - coalesce(r.last_rekey, a.backend_start)) AS key_age
 		  FROM ssl_renegotiate_activity r LEFT JOIN pg_stat_activity a USING (pid)});
-	my %max = (sent => 0, received => 0);
+	my (%max, %over, %past_bytes);
+	$max{$_} = $over{$_} = $past_bytes{$_} = 0 for 'sent', 'received';
 	my ($pending, $requested, $past) = (0, 0, 0);
 	for my $r (@$live)
 	{
+		my $is_past =
+			 defined $r->{interval_seconds}
+		  && $r->{key_age} > $r->{interval_seconds}
+		  && ($r->{state} // '') eq 'active'
+		  && (!defined $r->{wait_event_type} || $r->{wait_event_type} eq 'Client');
+		$past++ if $is_past;
 		for my $dir ('sent', 'received')
 		{
-			$max{$dir} = $r->{"${dir}_since_rekey"}
-			  if $r->{"${dir}_since_rekey"} > $max{$dir};
+			my $bytes = $r->{"${dir}_since_rekey"};
+			$max{$dir} = $bytes if $bytes > $max{$dir};
+			$over{$dir}++
+			  if defined $r->{byte_limit}
+			  && $bytes > $r->{byte_limit} +
+			  ($r->{byte_limit} > 67108864 ? $r->{byte_limit} : 67108864);
+			$past_bytes{$dir} += $bytes if $is_past;
 		}
 		$pending++   if $r->{rekey_pending};
 		$requested++ if $r->{rekey_requested};
-		$past++
-		  if $interval->{setting} > 0
-		  && ($r->{state} // '') ne 'idle'
-		  && $r->{key_age} > $interval->{setting};
 	}
-	$e{"ssl_renegotiate_current_key_max_bytes{direction=$_}"} = $max{$_}
-	  for keys %max;
-	$e{ssl_renegotiate_connections_rotation_pending}   = $pending;
-	$e{ssl_renegotiate_connections_rotation_requested} = $requested;
-	$e{ssl_renegotiate_connections_past_interval}      = $past;
+	for my $dir ('sent', 'received')
+	{
+		$e{"pg_ssl_renegotiate_current_key_max_bytes{direction=$dir}"} = $max{$dir};
+		$e{"pg_ssl_renegotiate_current_key_over_limit{direction=$dir}"} = $over{$dir};
+		$e{"pg_ssl_renegotiate_current_key_past_interval_bytes{direction=$dir}"} =
+		  $past_bytes{$dir};
+	}
+	$e{pg_ssl_renegotiate_connections_rekey_pending}   = $pending;
+	$e{pg_ssl_renegotiate_connections_rekey_requested} = $requested;
+	$e{pg_ssl_renegotiate_connections_past_interval}   = $past;
 
 	my %versions = ('TLSv1.2' => 0, 'TLSv1.3' => 0);
 	$versions{ $_->{version} }++
 	  for @{ json_rows('SELECT version FROM pg_stat_ssl WHERE ssl') };
-	$e{"ssl_renegotiate_tls_connections{version=$_}"} = $versions{$_}
+	$e{"pg_ssl_renegotiate_tls_connections{version=$_}"} = $versions{$_}
 	  for keys %versions;
 	return \%e;
 }
 
 # Scrape between two readings of the views; they must agree with each
-# other (nothing moved) and with every ssl_renegotiate_* series, which
+# other (nothing moved) and with every pg_ssl_renegotiate_* series, which
 # must be exactly those expected.  Returns the scraped series.
 sub check_scrape
 {
@@ -267,18 +280,37 @@ sub check_scrape
 	my $after = expected();
 	is_deeply($after, $before, "$what: the views did not move during the scrape");
 	note "$what: /metrics:\n"
-	  . join("\n", grep { /^ssl_renegotiate_/ } split /\n/, $text);
+	  . join("\n", grep { /^pg_ssl_renegotiate_/ } split /\n/, $text);
 
 	is_deeply(
-		[ sort grep { /^ssl_renegotiate_/ } keys %$m ],
+		[ sort grep { /^pg_ssl_renegotiate_/ } keys %$m ],
 		[ sort keys %$after ],
-		"$what: the exporter shows every expected ssl_renegotiate series, no other");
+		"$what: the exporter shows every expected pg_ssl_renegotiate series, no other");
 	for my $key (sort keys %$after)
 	{
 		next unless defined $m->{$key};
 		cmp_ok($m->{$key}, '==', $after->{$key}, "$what: $key = $after->{$key}");
 	}
 	is($m->{pg_up}, 1, "$what: pg_up 1");
+	# the settings collector: the settings as the exporter's session sees
+	# them, in base units
+	my %setting = map { $_->{name} => $_ } @{
+		json_rows(
+			q{SELECT name, setting, unit FROM pg_settings WHERE name LIKE 'ssl_renegotiate.%'}
+		) };
+	for my $name ('byte_limit', 'hard_limit')
+	{
+		my $s = $setting{"ssl_renegotiate.$name"};
+		die "unit of $name is $s->{unit}" unless $s->{unit} eq 'kB';
+		is($m->{"pg_settings_ssl_renegotiate_${name}_bytes"},
+			$s->{setting} * 1024,
+			"$what: pg_settings_ssl_renegotiate_${name}_bytes = $name in bytes");
+	}
+	my $interval = $setting{'ssl_renegotiate.interval'};
+	die "unit of interval is $interval->{unit}" unless $interval->{unit} eq 's';
+	is($m->{pg_settings_ssl_renegotiate_interval_seconds},
+		$interval->{setting},
+		"$what: pg_settings_ssl_renegotiate_interval_seconds = interval in s");
 	is($m->{pg_exporter_last_scrape_error},
 		0, "$what: no query failed (pg_exporter_last_scrape_error 0)");
 	my @load = grep { /^pg_exporter_user_queries_load_error\{/ } keys %$m;
@@ -388,39 +420,151 @@ $p_in .= join('', map { sprintf("%03d\t%s\n", $_, $p_line) } 1 .. $P_ROWS);
 	ok($settled, 'P: COPY FROM open, counters settled, key update pending');
 }
 
-# ---------------------------------------------------------------------
-# 1. interval off
-# ---------------------------------------------------------------------
-my ($m) = check_scrape('interval off');
-cmp_ok($m->{'ssl_renegotiate_traffic_key_rotations_total{direction=sent}'},
-	'>', 0, 'interval off: the COPY TO rotated the server\'s key');
-is($m->{ssl_renegotiate_terminations_total}, 1, 'interval off: T counted as terminated');
-cmp_ok($m->{ssl_renegotiate_rotations_skipped_total},
-	'>=', 1, 'interval off: W\'s skipped rotations counted');
-is($m->{ssl_renegotiate_connections_total}, 5,
-	'interval off: 5 TLS connections, the exporter\'s own not among them');
-is($m->{ssl_renegotiate_connections_rotation_pending}, 1, 'interval off: P pending');
-is($m->{ssl_renegotiate_connections_rotation_requested},
-	1, 'interval off: R requested');
-is($m->{ssl_renegotiate_connections_past_interval},
-	0, 'interval off: no connection past the interval');
-cmp_ok($m->{'ssl_renegotiate_current_key_max_bytes{direction=received}'},
-	'>', $LIMIT, 'interval off: P\'s key carried more than the limit');
-is($m->{'ssl_renegotiate_tls_connections{version=TLSv1.3}'},
-	3, 'interval off: A, R and P on TLS 1.3');
-is($m->{'ssl_renegotiate_tls_connections{version=TLSv1.2}'},
-	1, 'interval off: W on TLS 1.2');
-is($m->{ssl_renegotiate_setting_byte_limit_bytes},
-	$LIMIT, 'interval off: byte_limit in bytes');
-is($m->{'ssl_renegotiate_database_role_connections_total{datname=postgres,usename=postgres}'},
-	4, 'interval off: A, T, R and P under postgres/postgres');
-is($m->{'ssl_renegotiate_database_role_connections_total{datname=postgres,usename=regress_tls12_warn}'},
-	1, 'interval off: W under its own role');
-is($m->{'ssl_renegotiate_database_role_terminations_total{datname=postgres,usename=postgres}'},
-	1, 'interval off: T terminated, under postgres/postgres');
+# An interval of 1s of its own, in the connection's options (a
+# superuser's): the server's and the exporter's session's stay off.
+my $own_interval = q{options='-c ssl_renegotiate.interval=1s'};
+
+# S: TLS 1.3, its own interval 1s, in pg_sleep with a key older than that
+my ($s_out, $s_err) = ('', '');
+my $s = IPC::Run::start(
+	[
+		'psql', '-XAtq', '-d',
+		tls_connstr(
+			$node,
+			tls              => '1.3',
+			application_name => 'sleeper',
+			extra            => $own_interval),
+		'-c', 'SELECT pg_sleep(300)'
+	],
+	'<', \undef, '>', \$s_out, '2>', \$s_err,
+	IPC::Run::timeout(2 * $PostgreSQL::Test::Utils::timeout_default));
+$node->poll_query_until(
+	'postgres', q{
+	SELECT a.wait_event = 'PgSleep' AND r.rekey_interval = '1s'
+	   AND now() - coalesce(r.last_rekey, a.backend_start) > '1s'
+	FROM ssl_renegotiate_activity r JOIN pg_stat_activity a USING (pid)
+	WHERE application_name = 'sleeper'})
+  or die 'S: not in pg_sleep past its interval';
+my $s_pid = $node->safe_psql('postgres',
+	q{SELECT pid FROM pg_stat_activity WHERE application_name = 'sleeper'});
+
+# C: TLS 1.2 under a role of its own with tls12 = warn (its keys never
+# rotate) and interval = 1s, a COPY FROM STDIN open
+my ($c_in, $c_out, $c_err) = ('', '', '');
+my $c = IPC::Run::start(
+	[
+		'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1',
+		'-d',
+		tls_connstr(
+			$node,
+			tls              => '1.2',
+			user             => 'regress_copy_past',
+			application_name => 'copy_past'),
+		'-f', '-'
+	],
+	'<', \$c_in, '>', \$c_out, '2>', \$c_err,
+	IPC::Run::timeout(2 * $PostgreSQL::Test::Utils::timeout_default));
+$c_in .= "COPY copy_in FROM STDIN;\n";
+$c->pump while length $c_in;
+$node->poll_query_until('postgres',
+	q{SELECT count(*) = 1 FROM pg_stat_activity
+	  WHERE application_name = 'copy_past' AND query LIKE 'COPY copy_in FROM STDIN%'})
+  or die 'C: COPY FROM did not start';
+my $c_pid = $node->safe_psql('postgres',
+	q{SELECT pid FROM pg_stat_activity WHERE application_name = 'copy_past'});
+my $c_rows = 0;
+
+# Feed C and wait until what arrived is counted, the counters stay put
+# and its key is older than its interval.  Returns its bytes received.
+sub feed_copy_past
+{
+	my ($rows) = @_;
+	my $sent = 0;
+	for (1 .. $rows)
+	{
+		my $line = sprintf("%d\t%s\n", 1000 + ++$c_rows, 'z' x 1000);
+		$c_in .= $line;
+		$sent += length $line;
+	}
+	my $last = '';
+	for (my $i = 0; $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
+	{
+		$c->pump_nb;
+		my $row = query_row_hash($node,
+			qq{SELECT r.bytes_received, r.bytes_sent,
+			          now() - coalesce(r.last_rekey, a.backend_start) > r.rekey_interval AS past
+			   FROM ssl_renegotiate_activity r JOIN pg_stat_activity a USING (pid)
+			   WHERE pid = $c_pid});
+		my $sock = kernel_socket_info($node, $c_pid);
+		my $now  = "$row->{bytes_received} $row->{bytes_sent}";
+		return $row->{bytes_received}
+		  if $row->{past}
+		  && length($c_in) == 0
+		  && $sock
+		  && $sock->{recv_q} == 0
+		  && $sock->{send_q} == 0
+		  && $now eq $last;
+		$last = $now;
+		usleep(200_000);
+	}
+	die 'C: did not settle past its interval';
+}
+feed_copy_past(20);
 
 # ---------------------------------------------------------------------
-# 2. interval = 1s: P is busy and its key is older
+# 1. the server's interval off; S and C have their own
+# ---------------------------------------------------------------------
+my ($m) = check_scrape('interval off');
+cmp_ok($m->{'pg_ssl_renegotiate_traffic_rekeys_total{direction=sent}'},
+	'>', 0, 'interval off: the COPY TO rotated the server\'s key');
+is($m->{pg_ssl_renegotiate_terminations_total}, 1, 'interval off: T counted as terminated');
+cmp_ok($m->{pg_ssl_renegotiate_rekeys_skipped_total},
+	'>=', 1, 'interval off: W\'s skipped rotations counted');
+is($m->{pg_ssl_renegotiate_connections_total}, 7,
+	'interval off: 7 TLS connections, the exporter\'s own not among them');
+is($m->{pg_ssl_renegotiate_connections_rekey_pending}, 1, 'interval off: P pending');
+is($m->{pg_ssl_renegotiate_connections_rekey_requested},
+	1, 'interval off: R requested');
+is($m->{pg_ssl_renegotiate_connections_past_interval},
+	1, 'interval off: C, in its COPY past its own interval, counted; S, in pg_sleep past its own, not');
+my $c_before = activity_row($node, $c_pid)->{received_since_rekey};
+is($m->{'pg_ssl_renegotiate_current_key_past_interval_bytes{direction=received}'},
+	$c_before, 'interval off: the bytes under keys past their interval are C\'s');
+is($m->{'pg_ssl_renegotiate_current_key_over_limit{direction=received}'},
+	0, 'interval off: P\'s key, over 64kB but under its own 64kB + 64MiB, is not over its limit');
+cmp_ok($m->{'pg_ssl_renegotiate_current_key_max_bytes{direction=received}'},
+	'>', $LIMIT, 'interval off: P\'s key carried more than the limit');
+is($m->{'pg_ssl_renegotiate_tls_connections{version=TLSv1.3}'},
+	4, 'interval off: A, R, P and S on TLS 1.3');
+is($m->{'pg_ssl_renegotiate_tls_connections{version=TLSv1.2}'},
+	2, 'interval off: W and C on TLS 1.2');
+is($m->{pg_settings_ssl_renegotiate_byte_limit_bytes},
+	$LIMIT, 'interval off: the settings collector: byte_limit in bytes');
+is($m->{'pg_ssl_renegotiate_database_role_connections_total{datname=postgres,usename=postgres}'},
+	5, 'interval off: A, T, R, P and S under postgres/postgres');
+is($m->{'pg_ssl_renegotiate_database_role_connections_total{datname=postgres,usename=regress_tls12_warn}'},
+	1, 'interval off: W under its own role');
+is($m->{'pg_ssl_renegotiate_database_role_connections_total{datname=postgres,usename=regress_copy_past}'},
+	1, 'interval off: C under its own role');
+is($m->{'pg_ssl_renegotiate_database_role_terminations_total{datname=postgres,usename=postgres}'},
+	1, 'interval off: T terminated, under postgres/postgres');
+
+# C moves 100 kB more under its old key: the bytes under keys past their
+# interval grow (what SslRenegotiateKeyPastInterval waits for); S's do not
+my $C_MORE = 100;
+feed_copy_past($C_MORE);
+($m) = check_scrape('C fed');
+cmp_ok(
+	$m->{'pg_ssl_renegotiate_current_key_past_interval_bytes{direction=received}'}
+	  - $c_before,
+	'>=', $C_MORE * 1005 - 2 * 8192,
+	'C fed: the bytes under keys past their interval grew by what C sent');
+is($m->{pg_ssl_renegotiate_connections_past_interval},
+	1, 'C fed: C still counted, S still not');
+
+# ---------------------------------------------------------------------
+# 2. the server's interval at 1s, after a reload: what counts is each
+#    connection's own interval in force (P's COPY goes on without one)
 # ---------------------------------------------------------------------
 $node->safe_psql('postgres',
 	"ALTER SYSTEM SET ssl_renegotiate.interval = '1s'; SELECT pg_reload_conf()");
@@ -432,9 +576,12 @@ $node->poll_query_until(
 	WHERE pid = $p_pid})
   or die 'P: its key never got older than the interval';
 ($m) = check_scrape('interval 1s');
-is($m->{ssl_renegotiate_connections_past_interval},
-	1, 'interval 1s: P, not idle, is past the interval; idle A, R, W are not');
-is($m->{ssl_renegotiate_setting_interval_seconds}, 1, 'interval 1s: in seconds');
+is(activity_row($node, $p_pid)->{rekey_interval},
+	undef, 'interval 1s: P, in its COPY since before the reload, still enforces no interval');
+is($m->{pg_ssl_renegotiate_connections_past_interval},
+	1, 'interval 1s: C counted; P (no interval in force), S (pg_sleep) and idle A, R, W not');
+is($m->{pg_settings_ssl_renegotiate_interval_seconds},
+	1, 'interval 1s: the settings collector shows the reload, in seconds');
 
 # ---------------------------------------------------------------------
 # 3. every session ended: its traffic is in the totals
@@ -444,16 +591,23 @@ $p->finish;
 is($p_err, '', 'P: COPY FROM completed without error');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM copy_in'),
 	$P_ROWS, 'P: every row stored');
+$c_in .= "\\.\n";
+$c->finish;
+is($node->safe_psql('postgres', 'SELECT count(*) FROM copy_in'),
+	$P_ROWS + $c_rows, 'C: every row stored');
+$node->safe_psql('postgres', "SELECT pg_cancel_backend($s_pid)");
+$s->finish;
+like($s_err, qr/canceling statement due to user request/, 'S: pg_sleep cancelled');
 $_->quit for $copier, $warned, $requested;
 $node->poll_query_until('postgres',
 	'SELECT count(*) = 0 FROM ssl_renegotiate_activity')
   or die 'TLS sessions did not end';
 my $text;
 ($m, $text) = check_scrape('all ended');
-is($m->{ssl_renegotiate_connections_total}, 5, 'all ended: 5 connections');
-cmp_ok($m->{'ssl_renegotiate_database_role_traffic_bytes_total{datname=postgres,direction=sent,usename=postgres}'},
+is($m->{pg_ssl_renegotiate_connections_total}, 7, 'all ended: 7 connections');
+cmp_ok($m->{'pg_ssl_renegotiate_database_role_traffic_bytes_total{datname=postgres,direction=sent,usename=postgres}'},
 	'>', 2_000_000, 'all ended: A\'s 2 MB COPY TO under postgres/postgres');
-is($m->{'ssl_renegotiate_tls_connections{version=TLSv1.3}'},
+is($m->{'pg_ssl_renegotiate_tls_connections{version=TLSv1.3}'},
 	0, 'all ended: no TLS 1.3 connection');
 
 # ---------------------------------------------------------------------
@@ -471,11 +625,11 @@ sub promtool
 
 {
 	my $ours = join('',
-		map { "$_\n" } grep { /^(# (HELP|TYPE) )?ssl_renegotiate_/ } split /\n/,
+		map { "$_\n" } grep { /^(# (HELP|TYPE) )?pg_ssl_renegotiate_/ } split /\n/,
 		$text);
 	my ($ok, $out) = promtool($ours, 'check', 'metrics');
 	ok($ok && $out eq '',
-		'promtool check metrics: the ssl_renegotiate series follow the naming conventions')
+		'promtool check metrics: the pg_ssl_renegotiate series follow the naming conventions')
 	  or diag($out);
 
 	($ok, $out) = promtool('', 'check', 'rules', "$MONITORING/alerts.yml");
