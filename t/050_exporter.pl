@@ -36,7 +36,8 @@
 # at 1s (P's COPY still runs without it: its limits in force are those it
 # started the command with), and after every session has ended.  The
 # exporter's settings collector shows the settings as
-# pg_settings_ssl_renegotiate_*.  Then promtool lints the scraped names and
+# pg_settings_ssl_renegotiate_*.  Every SQL block of README's runbook
+# runs as the exporter's role.  Then promtool lints the scraped names and
 # checks and unit-tests the alert rules.
 #
 # The exporter runs with --disable-default-metrics, --no-collector.database
@@ -561,6 +562,28 @@ cmp_ok(
 	'C fed: the bytes under keys past their interval grew by what C sent');
 is($m->{pg_ssl_renegotiate_connections_past_interval},
 	1, 'C fed: C still counted, S still not');
+
+# README's runbook: every SQL block runs, as the exporter's role; the one
+# for SslRenegotiateKeyPastInterval finds C alone
+{
+	my $readme = slurp_file(dirname(__FILE__) . '/../README.md');
+	my ($runbook) = $readme =~ /^### Runbook\n(.*?)^## /ms;
+	my @blocks = ($runbook // '') =~ /^```sql\n(.*?)^```/msg;
+	cmp_ok(scalar(@blocks), '>=', 8, 'runbook: an SQL block per alert');
+	for my $sql (@blocks)
+	{
+		my ($ret, $out, $err) = $node->psql('postgres', $sql,
+			extra_params => [ '-U', 'regress_exporter' ]);
+		is($ret . $err, '0', "runbook: runs: " . (split /\n/, $sql)[0]);
+	}
+	my ($past_sql) = grep { /rekey_interval,/ } @blocks;
+	$past_sql =~ s/;\s*$//;
+	is( $node->safe_psql(
+			'postgres', "SELECT string_agg(pid::text, ',') FROM ($past_sql) x",
+			extra_params => [ '-U', 'regress_exporter' ]),
+		$c_pid,
+		'runbook: KeyPastInterval\'s query finds C, not S');
+}
 
 # ---------------------------------------------------------------------
 # 2. the server's interval at 1s, after a reload: what counts is each
