@@ -80,21 +80,27 @@ installcheck-server:
 	if [ -n "$$problems" ]; then printf '%s\n' "$$problems" | sed 's/^/make installcheck: /' >&2; exit 1; fi
 
 # The whole suite, which needs no running server (scripts/test.sh runs it on
-# every cell): make lint, then pg_regress on temporary instances of its own
-# (one without shared_preload_libraries, one with: regress.conf), then every
-# TAP file (t/*.pl, or PROVE_TESTS=...).  Each part is a target of its own;
-# the Debian package's tests (debian/tests/installcheck) run PGXS's
-# installcheck instead, on pg_virtualenv's servers.
-CHECK_ALL = lint check-not-preloaded check-preloaded check-tap
-check-all: $(CHECK_ALL)
+# every cell): make lint and pg_regress on a temporary instance without
+# shared_preload_libraries, then pg_regress on one with it (regress.conf),
+# then every TAP file (t/*.pl, or PROVE_TESTS=...); the two pg_regress
+# instances never run at once, even under make -j.  Each part is a target
+# of its own.  The Debian package's tests (debian/tests/installcheck) run
+# PGXS's installcheck instead, on pg_virtualenv's servers.
+define regress_preloaded
+$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=./tmp_check_regress \
+	--temp-config=$(srcdir)/regress.conf $(REGRESS)
+endef
+
+check-all: lint check-not-preloaded
+	$(regress_preloaded)
+	$(prove_installcheck)
 
 check-not-preloaded:
 	$(pg_regress_installcheck) --temp-instance=./tmp_check_not_preloaded \
 		--outputdir=./not_preloaded $(REGRESS_NOT_PRELOADED)
 
 check-preloaded:
-	$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=./tmp_check_regress \
-		--temp-config=$(srcdir)/regress.conf $(REGRESS)
+	$(regress_preloaded)
 
 check-tap:
 	$(prove_installcheck)
