@@ -37,14 +37,13 @@ PG_CONFIG ?= pg_config
 # so that warnings speak about our code only.
 PG_CPPFLAGS = -isystem $(shell $(PG_CONFIG) --includedir-server)
 
-# Regression tests run on a temporary instance of their own (see
-# regress.conf), so "make installcheck" needs no running server.
+# "make installcheck" is PGXS's: pg_regress on the running server that
+# PGHOST, PGPORT and PGUSER (a superuser) point to, with ssl_renegotiate
+# preloaded and its settings at their defaults (checked first: see
+# installcheck-server).  REGRESS=not_preloaded runs the one file meant for a
+# server without the library.
 REGRESS = setup settings views functions privileges oldextversions
-REGRESS_OPTS = --temp-instance=./tmp_check_regress --temp-config=$(srcdir)/regress.conf
-# One more instance without shared_preload_libraries.
 REGRESS_NOT_PRELOADED = not_preloaded
-
-TAP_TESTS = 1
 
 # Nothing here is worth JIT inlining; don't require clang for bitcode.
 override with_llvm = no
@@ -58,15 +57,53 @@ PROVE_FLAGS += -I $(srcdir)/t
 # file has its own clusters, and ports are locked in PG_TEST_PORT_DIR
 PROVE_FLAGS += $(if $(PROVE_JOBS),-j$(PROVE_JOBS))
 
-# What "make installcheck" runs before pg_regress and prove.  The Debian
-# package's tests (debian/tests/installcheck) keep only the second: they run
-# where nothing is built and no linter is installed.
-INSTALLCHECK_FIRST = lint installcheck-not-preloaded
-installcheck: $(INSTALLCHECK_FIRST)
+# Before pg_regress, a look at the server it is about to use: the expected
+# output is that of a server which preloads the library (or, for
+# REGRESS=not_preloaded, does not) and leaves every ssl_renegotiate setting
+# at its default; settings.sql also ALTER SYSTEM RESETs what it set, which
+# would drop the server's own value.  Any mismatch stops here, saying what.
+SERVER_MUST_PRELOAD = $(if $(filter-out $(REGRESS_NOT_PRELOADED),$(REGRESS)),true,false)
+SERVER_CHECK_SQL = \
+	SELECT CASE WHEN $(SERVER_MUST_PRELOAD) \
+	  THEN 'the server does not preload ssl_renegotiate: add it to shared_preload_libraries and restart it (REGRESS=not_preloaded is the test for a server without it)' \
+	  ELSE 'the server preloads ssl_renegotiate: REGRESS=not_preloaded needs one that does not' END \
+	FROM (SELECT EXISTS (SELECT FROM pg_settings WHERE name = 'ssl_renegotiate.tls12' AND vartype = 'enum') AS preloaded) AS s \
+	WHERE preloaded <> $(SERVER_MUST_PRELOAD) \
+	UNION ALL \
+	SELECT format('%s is set to %s (%s%s): the expected output is that of the defaults; run the tests on a server where no ssl_renegotiate setting is set', \
+	  name, setting, source, coalesce(' in ' || sourcefile || ':' || sourceline, '')) \
+	FROM pg_settings WHERE starts_with(name, 'ssl_renegotiate.') AND source <> 'default'
+installcheck: $(if $(strip $(REGRESS)),installcheck-server)
+installcheck-server:
+	@problems=$$('$(bindir)/psql' -X -At -v ON_ERROR_STOP=1 -d postgres -c "$(SERVER_CHECK_SQL)") || { \
+		echo 'make installcheck: no server to test (it runs on the running server that PGHOST, PGPORT and PGUSER point to)' >&2; exit 1; }; \
+	if [ -n "$$problems" ]; then printf '%s\n' "$$problems" | sed 's/^/make installcheck: /' >&2; exit 1; fi
 
-installcheck-not-preloaded:
+# The whole suite, which needs no running server (scripts/test.sh runs it on
+# every cell): make lint and pg_regress on a temporary instance without
+# shared_preload_libraries, then pg_regress on one with it (regress.conf),
+# then every TAP file (t/*.pl, or PROVE_TESTS=...); the two pg_regress
+# instances never run at once, even under make -j.  Each part is a target
+# of its own.  The Debian package's tests (debian/tests/installcheck) run
+# PGXS's installcheck instead, on pg_virtualenv's servers.
+define regress_preloaded
+$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=./tmp_check_regress \
+	--temp-config=$(srcdir)/regress.conf $(REGRESS)
+endef
+
+check-all: lint check-not-preloaded
+	$(regress_preloaded)
+	$(prove_installcheck)
+
+check-not-preloaded:
 	$(pg_regress_installcheck) --temp-instance=./tmp_check_not_preloaded \
 		--outputdir=./not_preloaded $(REGRESS_NOT_PRELOADED)
+
+check-preloaded:
+	$(regress_preloaded)
+
+check-tap:
+	$(prove_installcheck)
 
 # Static analysis: the rooms and their includes (scripts/rooms.sh, which
 # first checks itself on planted breakage), then cppcheck and clang-tidy,
@@ -89,8 +126,8 @@ lint: $(filter %.o,$(OBJS))
 	printf '%s\n' $(C_SOURCES) | xargs -P $(LINT_JOBS) -n 4 sh -c 'clang-tidy --quiet "$$@" -- \
 		-I. -isystem $(includedir_server) -isystem $(includedir_internal) $(CONFIGURED_INCLUDES) -D_GNU_SOURCE' clang-tidy
 
-.PHONY: lint installcheck-not-preloaded clean-not-preloaded
+.PHONY: lint installcheck-server check-all check-not-preloaded check-preloaded check-tap clean-checks
 
-clean: clean-not-preloaded
-clean-not-preloaded:
-	rm -rf ./tmp_check_regress ./tmp_check_not_preloaded ./not_preloaded
+clean: clean-checks
+clean-checks:
+	rm -rf ./tmp_check ./tmp_check_regress ./tmp_check_not_preloaded ./not_preloaded

@@ -160,8 +160,8 @@ set +e
 sslr_as_postgres "$testdir" debian/tests/installcheck
 regress_rc=$?
 echo "=== $TAP_FILE in $testdir on the installed files ==="
-sslr_as_postgres "$testdir" make USE_PGXS=1 PG_CONFIG="$PG_CONFIG" installcheck \
-    INSTALLCHECK_FIRST= REGRESS= PROVE_TESTS="$TAP_FILE"
+sslr_as_postgres "$testdir" make USE_PGXS=1 PG_CONFIG="$PG_CONFIG" check-tap \
+    PROVE_TESTS="$TAP_FILE"
 tap_rc=$?
 set -e
 

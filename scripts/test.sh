@@ -19,7 +19,7 @@
 #      work directory of that major, a build with -Wall -Wextra -Werror,
 #      make install;
 #   2. as postgres in that directory:
-#        make USE_PGXS=1 PG_CONFIG=... PROVE_JOBS=N LINT_JOBS=N installcheck
+#        make USE_PGXS=1 PG_CONFIG=... PROVE_JOBS=N LINT_JOBS=N check-all
 #      i.e. make lint, pg_regress (sql/, expected/, its own temporary
 #      instance) and then prove over t/*.pl (PGXS TAP support), N files at
 #      once in lint and in prove (SSLR_PROVE_JOBS, default the number of
@@ -300,10 +300,10 @@ for cell in $CELLS; do
         total_passed=$((total_passed + 1))
         continue
     fi
-    echo "=== make installcheck in $WORKDIR (as postgres) ==="
+    echo "=== make check-all in $WORKDIR (as postgres) ==="
     SSLR_PG_CONFIG=$pg_config PG_BINDIR=$(dirname "$pg_config") run_counted "$label" \
         sslr_as_postgres "$WORKDIR" PG_TEST_PORT_DIR="$PORT_DIR" \
-        make USE_PGXS=1 PG_CONFIG="$pg_config" PROVE_JOBS="$PROVE_JOBS" LINT_JOBS="$PROVE_JOBS" installcheck
+        make USE_PGXS=1 PG_CONFIG="$pg_config" PROVE_JOBS="$PROVE_JOBS" LINT_JOBS="$PROVE_JOBS" check-all
     timings+=("$timing, tests $(minutes $((SECONDS - setup_end)))")
 done
 

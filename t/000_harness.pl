@@ -2,7 +2,7 @@
 # Self-test of the TAP harness (t/SslrTest.pm).  Needs no ssl_renegotiate
 # build: the node runs without the extension.
 #
-# Run through the Makefile (make installcheck), or by hand, as the OS user
+# Run through the Makefile (make check-tap, or make check-all), or by hand, as the OS user
 # that owns a copy of the tree (not root; initdb refuses root):
 #
 #   PATH=/usr/lib/postgresql/15/bin:$PATH \
