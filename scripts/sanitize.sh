@@ -25,7 +25,7 @@ PG_REGRESS_BIN=/usr/lib/postgresql/15/lib/pgxs/src/test/regress/pg_regress
 
 sslr_require_root sanitize.sh
 
-WORKDIR=$(sslr_setup)
+WORKDIR=$(SSLR_NEEDS=test sslr_setup)
 REPORTS=$(mktemp -d /tmp/ssl_renegotiate-sanitizer.XXXXXX)
 chown postgres "$REPORTS"
 
