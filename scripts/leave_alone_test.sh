@@ -70,7 +70,7 @@ exporter_pid() {
 cluster_status() { pg_lsclusters -h 2>/dev/null | awk '$1 == 15 && $2 == "main" { print $4 }'; }
 
 # --------------------------------------------------- 1. running servers
-created_cluster= started_cluster= started_exporter=
+created_cluster='' started_cluster='' started_exporter=''
 saved=$(mktemp -d /tmp/ssl_renegotiate-leave-alone.XXXXXX)
 restore() {
     local rc=$?
@@ -113,7 +113,7 @@ else
     fi
     started_exporter=1
     if systemd; then systemctl start "$EXPORTER"; else "/etc/init.d/$EXPORTER" start >/dev/null; fi
-    for _ in $(seq 50); do [ -n "$(exporter_pid | grep -v '^0$')" ] && break; sleep 0.1; done
+    for _ in $(seq 50); do exporter_pid | grep -q '^[1-9]' && break; sleep 0.1; done
 fi
 
 # ------------------------------------------------------ 2. what they are
@@ -149,8 +149,12 @@ same_state() {
 same_processes() {
     local b a
     b=$(sed -n 1,2p <<<"$before") a=$(sed -n 1,2p <<<"$after")
-    [[ "$b" =~ ^15/main\ online\ postmaster\ [0-9]+$'\n'$EXPORTER\ pid\ [1-9][0-9]*( [0-9]+)*$ ]] && [ "$b" = "$a" ] ||
-        { printf 'before: %s\nafter:  %s\n' "$b" "$a"; return 1; }
+    if [[ "$b" =~ ^15/main\ online\ postmaster\ [0-9]+$'\n'$EXPORTER\ pid\ [1-9][0-9]*( [0-9]+)*$ ]] &&
+        [ "$b" = "$a" ]; then
+        return 0
+    fi
+    printf 'before: %s\nafter:  %s\n' "$b" "$a"
+    return 1
 }
 check "15/main and the $EXPORTER service still run, the same processes" same_processes
 check "their files, policy-rc.d and the boot links are unchanged" same_state

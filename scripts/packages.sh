@@ -35,6 +35,7 @@ sslr_packages_for() {
             *) echo "packages.sh: unknown need '$need' (test, valgrind, bench)" >&2; return 1 ;;
         esac
     done
+    # shellcheck disable=SC2086 # one line of words
     echo $list
 }
 
