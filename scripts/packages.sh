@@ -77,8 +77,10 @@ sslr_apt_get() {
             chmod 755 "$SSLR_POLICY_RC.sslr-tmp"
             mv -f "$SSLR_POLICY_RC.sslr-tmp" "$SSLR_POLICY_RC"
         fi
-        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 "$@"
+        rc=0
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 "$@" || rc=$?
         [ -z "$ours" ] || printf '==> no service was started (temporary %s, removed)\n' "$SSLR_POLICY_RC" >&2
+        exit "$rc"
     )
 }
 
