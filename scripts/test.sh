@@ -103,7 +103,8 @@ trap '[ -z "$PREBUILD_PID" ] || kill -- "-$PREBUILD_PID" 2>/dev/null; rm -rf "$L
 prebuild_start() {
     [ -z "$PREBUILD_PID" ] || return 0
     # its own process group (setsid), so that an interrupted run ends the
-    # whole build with it
+    # whole build with it; without the current cell's use lock
+    local keep_fd=${use_fd:-9}
     setsid bash -c '
         repo=$1
         shift
@@ -116,7 +117,7 @@ prebuild_start() {
             [ "$m${se:+/$se}" != 15 ] || [ -n "${SSLR_PG_SOURCE:-}" ] || continue
             nice -n 19 ionice -c 3 bash "$repo/scripts/pg_build.sh" "$m" $se >/dev/null 2>&1 || true
         done
-    ' prebuild "$SSLR_REPO" $CELLS >>"$PREBUILD_LOG" 2>&1 &
+    ' prebuild "$SSLR_REPO" $CELLS >>"$PREBUILD_LOG" 2>&1 {keep_fd}>&- &
     PREBUILD_PID=$!
 }
 
@@ -261,7 +262,11 @@ fail_cell() {
     summary+=("$1: $2: 0 passed, 1 failed")
     total_failed=$((total_failed + 1))
 }
+use_fd=
 for cell in $CELLS; do
+    # the previous cell's prefix is no longer in use
+    [ -z "$use_fd" ] || exec {use_fd}>&-
+    use_fd=
     build_only=
     case "$cell" in
         *:build) build_only=1 cell=${cell%:build} ;;
@@ -290,6 +295,15 @@ for cell in $CELLS; do
             reason=$(grep -E -m 1 '^(pg|openssl)_build\.sh: ' "$BUILD_ERR" | sed -E 's/^[a-z_]+\.sh: //' || true)
             echo "test.sh: PostgreSQL $major${series:+ with OpenSSL $series} could not be built (see above)"
             fail_cell "$label" "could not be built (${reason:-see above})"
+            continue
+        fi
+        # in use until the next cell: another run's pg_build.sh replaces it
+        # (a changed SSLR_PG_SOURCE tree) only once this lock is let go;
+        # one under way now is complete once the lock is had
+        exec {use_fd}>>"$(dirname "$prefix")/.$(basename "$prefix").use"
+        flock -s "$use_fd"
+        if [ ! -f "$prefix/.ssl_renegotiate-built" ]; then
+            fail_cell "$label" "$prefix was replaced by another run's build, which failed"
             continue
         fi
         pg_config=$prefix/bin/pg_config
@@ -339,6 +353,7 @@ for cell in $CELLS; do
     fi
 done
 
+[ -z "$use_fd" ] || exec {use_fd}>&-
 # the builds ahead are done: every cell has had its turn
 [ -z "$PREBUILD_PID" ] || wait "$PREBUILD_PID" 2>/dev/null || true
 PREBUILD_PID=
