@@ -50,7 +50,7 @@ set -euo pipefail
 if [ -z "${SSLR_RELIABILITY_INNER:-}" ]; then
     sslr_require_root reliability.sh
     echo "=== Setup: packages, build and install of ssl_renegotiate ===" >&2
-    WORKDIR=$(sslr_setup "${SSLR_WORKDIR:-/tmp/ssl_renegotiate-reliability}")
+    WORKDIR=$(SSLR_NEEDS=${SSLR_NEEDS:-bench} sslr_setup "${SSLR_WORKDIR:-/tmp/ssl_renegotiate-reliability}")
     OUTDIR=$WORKDIR/bench/reliability.out
     sslr_results_dir "$OUTDIR"
     rc=0

@@ -77,7 +77,7 @@ set -euo pipefail
 if [ -z "${SSLR_BENCH_INNER:-}" ]; then
     sslr_require_root run.sh
     echo "=== Setup: packages, build and install of ssl_renegotiate ===" >&2
-    WORKDIR=$(sslr_setup "${SSLR_WORKDIR:-/tmp/ssl_renegotiate-bench}")
+    WORKDIR=$(SSLR_NEEDS=${SSLR_NEEDS:-bench} sslr_setup "${SSLR_WORKDIR:-/tmp/ssl_renegotiate-bench}")
     OUTDIR=$WORKDIR/bench/results.out
     sslr_results_dir "$OUTDIR"
     rc=0

@@ -30,11 +30,13 @@ sslr_select_major() {
 }
 
 # Run scripts/setup.sh and print the postgres-owned work directory it
-# built and installed from ($1, if given, instead of setup.sh's default).
+# built and installed from: $1 if given, else $SSLR_WORKDIR if set, else
+# a new one of its own (mktemp).  SSLR_NEEDS says which packages beyond the
+# build's (scripts/packages.sh).
 sslr_setup() {
     local out workdir
     out=$(SSLR_WORKDIR="${1:-${SSLR_WORKDIR:-}}" SSLR_PG_CONFIG="$SSLR_PG_CONFIG" \
-        bash "$SSLR_REPO/scripts/setup.sh") ||
+        SSLR_NEEDS="${SSLR_NEEDS:-}" bash "$SSLR_REPO/scripts/setup.sh") ||
         { echo "setup.sh failed" >&2; return 1; }
     workdir=$(printf '%s\n' "$out" | tail -n 1)
     [ -d "$workdir" ] || { echo "setup.sh gave no work directory ('$workdir')" >&2; return 1; }
@@ -57,15 +59,18 @@ sslr_as_postgres() {
 
 # As root: install (scripts/setup.sh), then run the calling script again as
 # postgres from the postgres-owned work dir, with INNER_VAR set and the
-# given VAR=value pairs in its environment.  Does not return.
+# given VAR=value pairs in its environment; then remove that work dir,
+# unless it is $SSLR_WORKDIR (the caller's).  Exits with the script's
+# status; does not return.
 sslr_rerun_as_postgres() {
-    local script_in_tree=$1 inner_var=$2 workdir
+    local script_in_tree=$1 inner_var=$2 rc=0
     shift 2
     sslr_require_root "$script_in_tree"
-    workdir=$(sslr_setup)
-    sslr_as_postgres /tmp "$inner_var=1" WORKDIR="$workdir" SSLR_PG_CONFIG="$SSLR_PG_CONFIG" "$@" \
-        bash "$workdir/$script_in_tree"
-    exit
+    SSLR_RERUN_WORKDIR=$(sslr_setup)
+    [ -n "${SSLR_WORKDIR:-}" ] || trap 'rm -rf "$SSLR_RERUN_WORKDIR"' EXIT
+    sslr_as_postgres /tmp "$inner_var=1" WORKDIR="$SSLR_RERUN_WORKDIR" SSLR_PG_CONFIG="$SSLR_PG_CONFIG" "$@" \
+        bash "$SSLR_RERUN_WORKDIR/$script_in_tree" || rc=$?
+    exit "$rc"
 }
 
 # An empty directory $1 that postgres may write results into.

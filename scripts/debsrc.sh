@@ -29,6 +29,11 @@ sslr_debian_source() {
     local keyring=/usr/share/keyrings/debian-archive-keyring.gpg
     sslr_debian_uris || return 1
     mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial"
+    # APTDIR is shared by the builds of every major: one reader or writer
+    # of its sources.list and indexes at a time (a build of 16 and one of 17
+    # at once, from two runs), until the versions are listed
+    exec 7>"$apt.lock"
+    flock 7
     for suite in "$@"; do
         case "$suite" in
             *-security)
@@ -42,11 +47,12 @@ sslr_debian_source() {
                 -o APT::Sandbox::User=root)
     printf '==> reading Debian source indexes (%s)\n' "$*" >&2
     apt-get "${opts[@]}" update -qq >&2 ||
-        { echo "apt-get update of the private sources in $apt failed" >&2; return 1; }
+        { exec 7>&-; echo "apt-get update of the private sources in $apt failed" >&2; return 1; }
 
     local versions=()
     mapfile -t versions < <(apt-cache "${opts[@]}" showsrc "$package" 2>/dev/null |
         awk '/^Version:/ { print $2 }' | grep -E "$regex" | sort -u | sort -r -V)
+    exec 7>&-
     [ ${#versions[@]} -gt 0 ] ||
         { echo "no suite ($*) offers a source package $package matching $regex" >&2; return 1; }
     for v in "${versions[@]}"; do

@@ -72,6 +72,13 @@ bash "$(dirname "${BASH_SOURCE[0]}")/make_certs.sh" "$C" "ssl_renegotiate demo C
 openssl x509 -in "$C/server.crt" -noout -subject -issuer -ext subjectAltName | sed 's/^/    /'
 
 # ------------------------------------------------------------------ port
+# Two demos at once: one chooses a port and starts its server on it while
+# the other waits, so that they never choose the same (the lock is let go
+# once the server listens).
+PORT_LOCK=/tmp/ssl_renegotiate-demo-port.lock
+: >>"$PORT_LOCK" 2>/dev/null || true
+exec 9<"$PORT_LOCK"
+flock 9
 port_free() { [ -z "$(ss -Hltn "( sport = :$1 )" 2>/dev/null)" ]; }
 if [ -n "${SSLR_DEMO_PORT:-}" ]; then
     PORT=$SSLR_DEMO_PORT
@@ -113,7 +120,8 @@ hostssl all       all   127.0.0.1/32  trust
 host    all       all   127.0.0.1/32  trust
 EOF
 STARTED=1
-pg_ctl -D "$DATA" -l "$T/server.log" -w -t 60 start >/dev/null
+pg_ctl -D "$DATA" -l "$T/server.log" -w -t 60 start >/dev/null 9<&-
+exec 9<&-
 note "server running: $(psql -XAtq -h "$T" -p "$PORT" -d postgres -c 'SELECT version()')"
 
 # psql over the Unix socket / over TLS 1.3 on 127.0.0.1

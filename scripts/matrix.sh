@@ -12,8 +12,9 @@
 # anything failed.
 #
 # Environment: SSLR_MATRIX_CELLS (default: the six cells below),
-# SSLR_MATRIX_LOGS (default /tmp/ssl_renegotiate-matrix), and whatever
-# test.sh takes (SSLR_WORKDIR: each cell gets a suffix of it).
+# SSLR_MATRIX_LOGS (default: a new directory, mktemp -d
+# /tmp/ssl_renegotiate-matrix.XXXXXX, kept), and whatever test.sh takes
+# (each cell's test.sh run has a work directory of its own).
 set -euo pipefail
 
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -21,8 +22,12 @@ set -euo pipefail
 sslr_require_root matrix.sh
 
 CELLS=${SSLR_MATRIX_CELLS:-15 18 15/1.1.1 18/3.5 18/3.6 18/4.0}
-LOGS=${SSLR_MATRIX_LOGS:-/tmp/ssl_renegotiate-matrix}
-mkdir -p "$LOGS"
+if [ -n "${SSLR_MATRIX_LOGS:-}" ]; then
+    LOGS=$SSLR_MATRIX_LOGS
+    mkdir -p "$LOGS"
+else
+    LOGS=$(mktemp -d /tmp/ssl_renegotiate-matrix.XXXXXX)
+fi
 
 declare -A result     # "MAJOR SERIES" -> counts or "could not be built ..."
 extras=()             # test.sh's lines that belong to no cell

@@ -3,15 +3,17 @@
 # linted, installed, and tested on the installed files.  Run as root;
 # scripts/test.sh runs it after the PostgreSQL majors.
 #
-# In $SSLR_PACKAGE_WORKDIR (default: $SSLR_WORKDIR-package, a directory
-# this script made; it is replaced on each run and left for inspection):
+# In $SSLR_PACKAGE_WORKDIR (a directory this script made, replaced; by
+# default a new one, mktemp -d /tmp/ssl_renegotiate-package.XXXXXX), left
+# for inspection (test.sh removes its run's directory when nothing failed):
 #   1. src/: a copy of the tree, the orig tarball made from it (less
 #      debian/), and, as postgres, dpkg-buildpackage -us -uc: the .deb and
 #      .changes land in src/;
 #   2. lintian on the .changes: no error (every tag is printed);
 #   3. installs the package for Debian's PostgreSQL 15 with apt-get (over
-#      whatever is installed; it is never removed here: other servers on
-#      this machine may be using its files);
+#      whatever is installed, with no service started: scripts/packages.sh;
+#      it is never removed here: other servers on this machine may be using
+#      its files; dpkg renames each file into place);
 #   4. dpkg --verify, dpkg -L: the extension's files on disk are the
 #      package's;
 #   5. test/: a second copy of the tree, where nothing is built (checked: no
@@ -34,7 +36,7 @@ PG_CONFIG=/usr/lib/postgresql/$MAJOR/bin/pg_config
 # shellcheck disable=SC2034 # sslr_as_postgres puts it first in PATH
 PG_BINDIR=$(dirname "$PG_CONFIG")
 TAP_FILE=t/001_accounting.pl
-PKG_WORKDIR=${SSLR_PACKAGE_WORKDIR:-${SSLR_WORKDIR:-/tmp/ssl_renegotiate-build}-package}
+PKG_WORKDIR=${SSLR_PACKAGE_WORKDIR:-}
 MARKER=.ssl_renegotiate-package-workdir
 
 failures=0
@@ -54,6 +56,11 @@ require() {
     [ "$failures" -eq 0 ] || { echo "package_test.sh: stopped after '$1'"; exit 1; }
 }
 
+if [ -z "$PKG_WORKDIR" ]; then
+    PKG_WORKDIR=$(mktemp -d /tmp/ssl_renegotiate-package.XXXXXX)
+    chmod 755 "$PKG_WORKDIR"
+    touch "$PKG_WORKDIR/$MARKER"
+fi
 case "$PKG_WORKDIR" in
     /?*) ;;
     *) echo "package_test.sh: SSLR_PACKAGE_WORKDIR must be an absolute path" >&2; exit 1 ;;
@@ -87,7 +94,7 @@ chown -R postgres:postgres "$PKG_WORKDIR"
 echo "=== debian/control's Build-Depends ==="
 if ! (cd "$tree" && dpkg-checkbuilddeps) 2>/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get build-dep -y -qq --no-install-recommends "$tree" >&2
+    sslr_apt_get build-dep -y -qq --no-install-recommends "$tree" >&2
 fi
 
 echo "=== dpkg-buildpackage -us -uc in $tree (as postgres; log: $PKG_WORKDIR/build.log) ==="
@@ -109,8 +116,8 @@ check "lintian reports no error" \
 echo "=== installing $(basename "$deb") ==="
 install_deb() {
     # waits for the dpkg lock: other scripts on this machine may hold it
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall --no-install-recommends \
-        -o DPkg::Lock::Timeout=300 "$deb" >"$PKG_WORKDIR/install.log" 2>&1 ||
+    sslr_apt_get install -y -qq --reinstall --no-install-recommends \
+        "$deb" >"$PKG_WORKDIR/install.log" 2>&1 ||
         { cat "$PKG_WORKDIR/install.log"; return 1; }
     [ "$(dpkg-query -W -f='${Status} ${Version}' "$package")" = "install ok installed $version" ]
 }

@@ -77,7 +77,8 @@ MARKER=$PREFIX/.ssl_renegotiate-built
 log() { printf '==> pg_build %s: %s\n' "$NAME" "$*" >&2; }
 
 # One build of a prefix at a time (test.sh builds ahead in the background):
-# a second caller waits, then finds it cached.
+# a second caller waits, then finds it cached.  The marker is written last:
+# a prefix without it is never taken for a build.
 mkdir -p "$CACHE"
 exec 9>"$CACHE/.$NAME.lock"
 flock -n 9 || { log "waiting for the build under way"; flock 9; }
@@ -146,6 +147,13 @@ fi
 log "building $origin$ssl_built"
 
 # ---------------------------------------------------------------- build
+# A complete prefix is replaced only for a tree that changed: the runs
+# testing on it hold its use lock, shared (scripts/test.sh), and it is
+# removed once they are done, never under them.
+if [ -e "$PREFIX" ]; then
+    exec 8>>"$CACHE/.$NAME.use"
+    flock -n -x 8 || { log "waiting for the runs that use $PREFIX"; flock -x 8; }
+fi
 # Out of the source tree (VPATH): a tree of the user's is only read.
 rm -rf "$PREFIX"
 build=$work/build

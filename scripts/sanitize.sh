@@ -25,7 +25,7 @@ PG_REGRESS_BIN=/usr/lib/postgresql/15/lib/pgxs/src/test/regress/pg_regress
 
 sslr_require_root sanitize.sh
 
-WORKDIR=$(sslr_setup)
+WORKDIR=$(SSLR_NEEDS=test sslr_setup)
 REPORTS=$(mktemp -d /tmp/ssl_renegotiate-sanitizer.XXXXXX)
 chown postgres "$REPORTS"
 
@@ -38,7 +38,8 @@ reinstall_normal() {
     as_postgres make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" >/dev/null
     make -s -C "$WORKDIR" USE_PGXS=1 PG_CONFIG="$PG_CONFIG" install >/dev/null
 }
-trap reinstall_normal EXIT
+# the work directory (its own, mktemp) is kept for inspection if a test failed
+trap 'rc=$?; reinstall_normal; [ "$rc" -ne 0 ] || rm -rf "$WORKDIR"' EXIT
 
 echo "=== building with UBSan ==="
 as_postgres make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" clean >/dev/null

@@ -3,35 +3,32 @@
 # ssl_renegotiate, then build and install the extension.
 #
 # Run as root.  Idempotent, and quick when everything is already present:
-#   1. installs the Debian packages in SSLR_PACKAGES that are missing
-#      (apt-get update runs only when something is missing);
-#   2. makes sure Debian's default "15/main" cluster is not running (we
-#      never use it; every script and test runs its own server on its own
-#      port, on 127.0.0.1 / a private Unix socket directory), and neither
-#      are the services of pgbouncer, prometheus and
-#      prometheus-postgres-exporter (t/050 and t/051 start their own);
-#   3. copies the checkout (tracked files plus untracked, non-ignored files;
+#   1. installs the Debian packages that are missing, of those the caller
+#      needs (SSLR_NEEDS: scripts/packages.sh; apt-get update runs only when
+#      something is missing), with no service started by their installation
+#      (a temporary policy-rc.d);
+#   2. copies the checkout (tracked files plus untracked, non-ignored files;
 #      never .git or build products) into a work directory owned by user
-#      postgres -- $SSLR_WORKDIR, default /tmp/ssl_renegotiate-build;
-#   4. builds it there as postgres, warning-free (-Wall -Wextra -Werror),
+#      postgres: $SSLR_WORKDIR if set (created, or emptied if an earlier run
+#      of this script made it), else a new one, mktemp -d
+#      /tmp/ssl_renegotiate-build.XXXXXX -- two runs never share one;
+#   3. builds it there as postgres, warning-free (-Wall -Wextra -Werror),
 #      and installs it as root, for Debian's PostgreSQL 15 or the one whose
-#      pg_config SSLR_PG_CONFIG names.
+#      pg_config SSLR_PG_CONFIG names: make install into a staging
+#      directory, then each file that differs renamed into place (a server
+#      starting meanwhile reads the old file or the new, never half of one),
+#      one run at a time.
+# It stops, disables or reconfigures nothing: clusters and services running
+# on the machine (Debian's 15/main, an exporter, pgbouncer) are left as they
+# are; every script and test runs its own servers on free ports, on
+# 127.0.0.1 and private Unix socket directories.
 # The last line printed is the work directory.
 set -euo pipefail
-
-# Packages we need.  Add to this list (one place) when something new is
-# required, e.g. default-jre-headless libpostgresql-jdbc-java.
-SSLR_PACKAGES="postgresql-15 postgresql-server-dev-15 libssl-dev libkrb5-dev
-libipc-run-perl iproute2 make gcc openssl perl procps
-default-jre-headless default-jdk-headless libpostgresql-jdbc-java
-gnuplot-nox cppcheck clang-tidy valgrind
-pgbouncer prometheus prometheus-postgres-exporter"
 
 # Debian's PostgreSQL 15 unless SSLR_PG_CONFIG names another pg_config
 # (scripts/pg_build.sh builds other majors).
 PG_CONFIG=${SSLR_PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 PG_BINDIR=$(dirname "$PG_CONFIG")
-WORKDIR=${SSLR_WORKDIR:-/tmp/ssl_renegotiate-build}
 MARKER=.ssl_renegotiate-workdir
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -43,60 +40,19 @@ die() { printf 'setup.sh: %s\n' "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------- packages
 . "$REPO/scripts/packages.sh"
-# shellcheck disable=SC2086 # a list of words
-sslr_install_packages $SSLR_PACKAGES
+# shellcheck disable=SC2086 # lists of words
+packages=$(sslr_packages_for ${SSLR_NEEDS:-}) || die "SSLR_NEEDS: '${SSLR_NEEDS:-}'"
+# shellcheck disable=SC2086
+sslr_install_packages $packages
 [ -x "$PG_CONFIG" ] || die "$PG_CONFIG not found after package installation"
 
-# --------------------------------------------- Debian's default cluster
-# Installing postgresql-15 creates (and may start) cluster 15/main on port
-# 5432.  We don't use it: stop it if it runs and keep it from auto-starting.
-if command -v pg_lsclusters >/dev/null 2>&1; then
-    while read -r ver name _port status _rest; do
-        [ "$ver" = 15 ] && [ "$name" = main ] || continue
-        if [ "$status" = online ]; then
-            log "stopping Debian's default cluster 15/main (not used)"
-            pg_ctlcluster 15 main stop -m fast || true
-        fi
-        startconf=/etc/postgresql/15/main/start.conf
-        if [ -f "$startconf" ] && ! grep -qx manual "$startconf"; then
-            # comments are kept; the first non-comment word decides
-            sed -i 's/^[[:space:]]*auto[[:space:]]*$/manual/' "$startconf"
-        fi
-    done < <(pg_lsclusters -h 2>/dev/null || true)
-fi
-
-# ------------------------------------------ services started by packages
-# pgbouncer, prometheus (for promtool) and prometheus-postgres-exporter come
-# with services that their installation starts where it can (under systemd,
-# or in a container without a policy-rc.d that forbids it), on ports 6432,
-# 9090 and 9187.  The tests start their own on free loopback ports: stop the
-# packaged ones, and keep them from starting at the next boot, under either
-# init.
-for svc in pgbouncer prometheus prometheus-postgres-exporter; do
-    [ -x "/etc/init.d/$svc" ] || [ -e "/lib/systemd/system/$svc.service" ] || continue
-    if [ -d /run/systemd/system ]; then
-        for unit in "$svc.service" "$svc.socket"; do
-            if systemctl is-enabled --quiet "$unit" 2>/dev/null ||
-                systemctl is-active --quiet "$unit" 2>/dev/null; then
-                log "stopping and disabling $unit (not used)"
-                systemctl disable --now --quiet "$unit" >&2 || true
-            fi
-        done
-        continue
-    fi
-    if [ -x "/etc/init.d/$svc" ] && "/etc/init.d/$svc" status >/dev/null 2>&1; then
-        log "stopping the $svc service (not used)"
-        "/etc/init.d/$svc" stop >&2 || true
-    fi
-    if compgen -G "/etc/rc[2-5].d/S[0-9][0-9]$svc" >/dev/null; then
-        update-rc.d "$svc" disable >/dev/null 2>&1 || true
-    fi
-    if [ -e "/etc/systemd/system/multi-user.target.wants/$svc.service" ]; then
-        deb-systemd-helper disable "$svc.service" >/dev/null 2>&1 || true
-    fi
-done
-
 # ------------------------------------------------- copy tree to workdir
+if [ -z "${SSLR_WORKDIR:-}" ]; then
+    WORKDIR=$(mktemp -d /tmp/ssl_renegotiate-build.XXXXXX)
+    chmod 755 "$WORKDIR"
+else
+    WORKDIR=$SSLR_WORKDIR
+fi
 case "$WORKDIR" in
     /*) ;;
     *) die "SSLR_WORKDIR must be an absolute path (got '$WORKDIR')" ;;
@@ -108,11 +64,11 @@ esac
 case "$WORKDIR/" in
     "$REPO"/*) die "work directory $WORKDIR is inside the checkout $REPO" ;;
 esac
-if [ -e "$WORKDIR" ]; then
-    # Only ever delete a directory this script created.
+if [ -n "$(ls -A "$WORKDIR" 2>/dev/null)" ]; then
+    # Only ever empty a directory this script filled.
     [ -f "$WORKDIR/$MARKER" ] ||
-        die "$WORKDIR exists but was not made by setup.sh (no $MARKER); remove it or set SSLR_WORKDIR"
-    rm -rf "$WORKDIR"
+        die "$WORKDIR is not empty and was not made by setup.sh (no $MARKER); remove it or change SSLR_WORKDIR"
+    find "$WORKDIR" -mindepth 1 -delete
 fi
 mkdir -p "$WORKDIR"
 
@@ -127,8 +83,27 @@ if [ -f "$WORKDIR/Makefile" ]; then
     log "building as postgres in $WORKDIR"
     runuser -u postgres -- env -C "$WORKDIR" PATH="$PG_BINDIR:$PATH" \
         make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" COPT='-Wall -Wextra -Werror' >&2
-    log "installing (make install) as root"
-    (cd "$WORKDIR" && make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" install >&2)
+    log "installing (make install) as root into $("$PG_CONFIG" --pkglibdir) and $("$PG_CONFIG" --sharedir)/extension"
+    stage=$WORKDIR/.install-stage
+    (cd "$WORKDIR" && make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" DESTDIR="$stage" install >&2)
+    # One install at a time; a file already as built is left alone, another
+    # is written beside its place and renamed over it, so a server loading
+    # the library or CREATE EXTENSION reading a script never sees half a
+    # file (two runs of one checkout install the same files).
+    (
+        mkdir -p "${SSLR_APT_LOCK%/*}"
+        exec 8>/run/lock/ssl_renegotiate-install.lock
+        flock 8
+        cd "$stage"
+        find . -type f -print0 | while IFS= read -r -d '' f; do
+            target=/${f#./}
+            cmp -s "$f" "$target" && continue
+            mkdir -p "$(dirname "$target")"
+            cp -p "$f" "$target.sslr-new.$$"
+            mv -f "$target.sslr-new.$$" "$target"
+        done
+    )
+    rm -rf "$stage"
     # make install as root may leave root-owned files behind in the tree
     chown -R postgres:postgres "$WORKDIR"
 else

@@ -13,11 +13,15 @@
 #                 -Wall -Wextra -Werror against that major (a development
 #                 branch, e.g. "20:build"); one check, no tests.
 # SSLR_PG_MAJORS (e.g. "15") instead gives cells of the system's OpenSSL
-# only.  Each cell has its own work directory ($SSLR_WORKDIR for 15, with
-# a suffix "-18", "-18-openssl-3.5" for the others):
-#   1. scripts/setup.sh: packages, a copy of the tree in a postgres-owned
-#      work directory of that major, a build with -Wall -Wextra -Werror,
-#      make install;
+# only.  The run has a directory of its own, mktemp -d
+# /tmp/ssl_renegotiate-test.XXXXXX (or SSLR_WORKDIR, held under a lock:
+# a second run given the same one stops), removed at the end if nothing
+# failed, else kept for inspection; in it each cell has its own work
+# directory, named after the cell (15, 18, 18-openssl-3.5), and the Debian
+# package test its own (package):
+#   1. scripts/setup.sh: packages (the build's and the tests', SSLR_NEEDS
+#      test), a copy of the tree in a postgres-owned work directory of that
+#      major, a build with -Wall -Wextra -Werror, make install;
 #   2. as postgres in that directory:
 #        make USE_PGXS=1 PG_CONFIG=... PROVE_JOBS=N LINT_JOBS=N check-all
 #      i.e. make lint, pg_regress (sql/, expected/, its own temporary
@@ -30,6 +34,9 @@
 #      package, Debian source 18.6-3, tarball, git tree; V the version the
 #      cell's openssl program reports, e.g. 3.0.19, 3.5.7); a build-only
 #      cell "PostgreSQL 20devel (tarball): builds: 1 passed, 0 failed".
+# In the cell 15, while its suite runs, scripts/leave_alone_test.sh: the
+# demo run at the same time, leaving a running 15/main and exporter service
+# as they were; its line is "Machine left alone: N passed, N failed".
 # Then, if the cell 15 is among them, scripts/package_test.sh: the Debian
 # package built, linted, installed and tested on its installed files; its
 # line is "Debian package: N passed, N failed".
@@ -61,6 +68,18 @@ else
     CELLS="15 16 17 18 19 18/3.5 20:build"
 fi
 export SSLR_OPENSSL_CACHE=${SSLR_OPENSSL_CACHE:-/var/cache/ssl_renegotiate/openssl}
+# the packages setup.sh installs: the build's and the tests'
+export SSLR_NEEDS=test
+# this run's directory: its cells' work directories, nobody else's
+if [ -n "${SSLR_WORKDIR:-}" ]; then
+    RUN_DIR=$SSLR_WORKDIR
+    mkdir -p "$RUN_DIR"
+    exec {run_lock}>"$RUN_DIR/.ssl_renegotiate-run.lock"
+    flock -n "$run_lock" || { echo "test.sh: $RUN_DIR is in use by another run" >&2; exit 1; }
+else
+    RUN_DIR=$(mktemp -d /tmp/ssl_renegotiate-test.XXXXXX)
+fi
+chmod 755 "$RUN_DIR"
 LOG=$(mktemp /tmp/ssl_renegotiate-installcheck.XXXXXX)
 BUILD_ERR=$(mktemp /tmp/ssl_renegotiate-build-err.XXXXXX)
 # TAP files at once in a cell (a file leaves most of a CPU idle, waiting on
@@ -84,7 +103,8 @@ trap '[ -z "$PREBUILD_PID" ] || kill -- "-$PREBUILD_PID" 2>/dev/null; rm -rf "$L
 prebuild_start() {
     [ -z "$PREBUILD_PID" ] || return 0
     # its own process group (setsid), so that an interrupted run ends the
-    # whole build with it
+    # whole build with it; without the current cell's use lock
+    local keep_fd=${use_fd:-9}
     setsid bash -c '
         repo=$1
         shift
@@ -97,7 +117,7 @@ prebuild_start() {
             [ "$m${se:+/$se}" != 15 ] || [ -n "${SSLR_PG_SOURCE:-}" ] || continue
             nice -n 19 ionice -c 3 bash "$repo/scripts/pg_build.sh" "$m" $se >/dev/null 2>&1 || true
         done
-    ' prebuild "$SSLR_REPO" $CELLS >>"$PREBUILD_LOG" 2>&1 &
+    ' prebuild "$SSLR_REPO" $CELLS >>"$PREBUILD_LOG" 2>&1 {keep_fd}>&- &
     PREBUILD_PID=$!
 }
 
@@ -139,9 +159,9 @@ count_results() {
              sed -E 's/^All ([0-9]+) .*/All \1 x/
                      s/^([0-9]+) of ([0-9]+) tests (passed|failed)(, ([0-9]+) of these.*)?$/\1 \2 \3 \5/')
     # scripts/package_test.sh's own checks (building, lintian, installing,
-    # the files on disk), one line each
-    passed=$((passed + $(grep -c '^package check ok: ' "$LOG" || true)))
-    failed=$((failed + $(grep -c '^package check FAILED: ' "$LOG" || true)))
+    # the files on disk) and scripts/leave_alone_test.sh's, one line each
+    passed=$((passed + $(grep -Ec '^(package|machine) check ok: ' "$LOG" || true)))
+    failed=$((failed + $(grep -Ec '^(package|machine) check FAILED: ' "$LOG" || true)))
     # prove: its "Test Summary Report" lists a file that failed -- and also one
     # that only had a TODO test pass, which is no failure.  One line per file that
     # failed: "NAME FAILED_ASSERTIONS", where a file that died, had a bad plan or
@@ -242,7 +262,11 @@ fail_cell() {
     summary+=("$1: $2: 0 passed, 1 failed")
     total_failed=$((total_failed + 1))
 }
+use_fd=
 for cell in $CELLS; do
+    # the previous cell's prefix is no longer in use
+    [ -z "$use_fd" ] || exec {use_fd}>&-
+    use_fd=
     build_only=
     case "$cell" in
         *:build) build_only=1 cell=${cell%:build} ;;
@@ -273,11 +297,19 @@ for cell in $CELLS; do
             fail_cell "$label" "could not be built (${reason:-see above})"
             continue
         fi
+        # in use until the next cell: another run's pg_build.sh replaces it
+        # (a changed SSLR_PG_SOURCE tree) only once this lock is let go;
+        # one under way now is complete once the lock is had
+        exec {use_fd}>>"$(dirname "$prefix")/.$(basename "$prefix").use"
+        flock -s "$use_fd"
+        if [ ! -f "$prefix/.ssl_renegotiate-built" ]; then
+            fail_cell "$label" "$prefix was replaced by another run's build, which failed"
+            continue
+        fi
         pg_config=$prefix/bin/pg_config
     fi
-    # each cell its own work directory: 15 the default one, the others a suffix
-    workdir_opt=
-    [ "$name" = 15 ] || workdir_opt=${SSLR_WORKDIR:-/tmp/ssl_renegotiate-build}-$name
+    # each cell its own work directory
+    workdir_opt=$RUN_DIR/$name
     # the version the cell's OpenSSL reports (3.0.19; series 3.5: 3.5.7)
     openssl_bin=openssl
     [ -z "$series" ] || openssl_bin=$SSLR_OPENSSL_CACHE/$series/bin/openssl
@@ -300,13 +332,28 @@ for cell in $CELLS; do
         total_passed=$((total_passed + 1))
         continue
     fi
+    # cell 15: the demo at the same time, leaving the machine's servers alone
+    alone_pid=
+    if [ "$name" = 15 ] && [ -z "${SSLR_PG_SOURCE:-}" ]; then
+        echo "=== scripts/leave_alone_test.sh in the background (output: $RUN_DIR/leave_alone.log) ==="
+        bash "$SSLR_REPO/scripts/leave_alone_test.sh" >"$RUN_DIR/leave_alone.log" 2>&1 &
+        alone_pid=$!
+    fi
     echo "=== make check-all in $WORKDIR (as postgres) ==="
     SSLR_PG_CONFIG=$pg_config PG_BINDIR=$(dirname "$pg_config") run_counted "$label" \
         sslr_as_postgres "$WORKDIR" PG_TEST_PORT_DIR="$PORT_DIR" \
         make USE_PGXS=1 PG_CONFIG="$pg_config" PROVE_JOBS="$PROVE_JOBS" LINT_JOBS="$PROVE_JOBS" check-all
     timings+=("$timing, tests $(minutes $((SECONDS - setup_end)))")
+    if [ -n "$alone_pid" ]; then
+        alone_rc=0
+        wait "$alone_pid" || alone_rc=$?
+        echo
+        echo "=============== Machine left alone (scripts/leave_alone_test.sh) ==============="
+        run_counted "Machine left alone" sh -c 'cat "$1"; exit "$2"' sh "$RUN_DIR/leave_alone.log" "$alone_rc"
+    fi
 done
 
+[ -z "$use_fd" ] || exec {use_fd}>&-
 # the builds ahead are done: every cell has had its turn
 [ -z "$PREBUILD_PID" ] || wait "$PREBUILD_PID" 2>/dev/null || true
 PREBUILD_PID=
@@ -317,7 +364,7 @@ PREBUILD_PID=
 if [[ " $CELLS " == *" 15 "* ]]; then
     echo
     echo "=============== Debian package ==============="
-    export SSLR_PACKAGE_WORKDIR=${SSLR_WORKDIR:-/tmp/ssl_renegotiate-build}-package
+    export SSLR_PACKAGE_WORKDIR=$RUN_DIR/package
     WORKDIR=$SSLR_PACKAGE_WORKDIR/test    # where count_results finds the test logs
     package_start=$SECONDS
     run_counted "Debian package" bash "$SSLR_REPO/scripts/package_test.sh"
@@ -327,6 +374,11 @@ fi
 echo
 printf '%s\n' "${timings[@]}" "time: all: $(minutes "$SECONDS")"
 printf '%s\n' "${summary[@]}"
+if [ "$total_failed" -eq 0 ] && [ -z "${SSLR_WORKDIR:-}" ]; then
+    rm -rf "$RUN_DIR"
+else
+    echo "work directories kept for inspection in $RUN_DIR"
+fi
 echo "$total_passed passed, $total_failed failed"
 [ "$total_failed" -eq 0 ] || exit 1
 exit 0

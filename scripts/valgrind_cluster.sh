@@ -3,6 +3,8 @@
 # Source it; it defines functions only.
 
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+# valgrind, and for bench/ gnuplot (scripts/packages.sh)
+export SSLR_NEEDS=${SSLR_NEEDS:-bench}
 
 # As postgres: a TLS-enabled data directory in $T/data listening on
 # 127.0.0.1:$PORT (socket in $T), with tables t (about $MB MB of COPY text,
