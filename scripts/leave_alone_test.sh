@@ -5,7 +5,9 @@
 # each in its own directories, both passing).
 #
 #   1. Debian's cluster 15/main runs: started with pg_ctlcluster if it is
-#      down, created with pg_createcluster if there is none; the service
+#      down and has never run, created with pg_createcluster if there is
+#      none (a down cluster that has run, or a down exporter whose file
+#      names a server, is the machine's: the test is skipped); the service
 #      prometheus-postgres-exporter runs (systemctl where systemd runs, else
 #      its init script): started if it is not, with, if its
 #      /etc/default/prometheus-postgres-exporter names no server (Debian's
@@ -91,26 +93,38 @@ trap restore EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# What the test may start: only what holds nothing of anyone's yet.  A
+# cluster that has never run (the one Debian's package made under our
+# policy-rc.d) or one it creates; an exporter whose file names no server
+# (Debian's default).  A server of the machine's that is down stays down:
+# the test is skipped, and says so.
+skip() {
+    echo "machine check skipped: $1"
+    exit 0
+}
 case "$(cluster_status)" in
     online) echo "15/main runs already" ;;
-    down) echo "starting 15/main (stopped again at the end)"
-          started_cluster=1
-          pg_ctlcluster 15 main start ;;
+    down)
+        [ ! -e /var/lib/postgresql/15/main/postmaster.opts ] ||
+            skip "15/main is down and has run before: it is this machine's, and stays down"
+        echo "starting 15/main, which has never run (stopped again at the end)"
+        started_cluster=1
+        pg_ctlcluster 15 main start ;;
     *) echo "creating and starting 15/main (removed at the end)"
        created_cluster=1
        pg_createcluster --start 15 main >/dev/null ;;
 esac
 if exporter_running; then
     echo "the $EXPORTER service runs already"
+elif ! grep -Eq "^DATA_SOURCE_NAME=(''|\"\")?$" "$EXPORTER_CONF"; then
+    skip "the $EXPORTER service is down and configured: it is this machine's, and stays down"
 else
-    echo "starting the $EXPORTER service (stopped again at the end)"
-    if grep -Eq "^DATA_SOURCE_NAME=(''|\"\")?$" "$EXPORTER_CONF"; then
-        echo "(with DATA_SOURCE_NAME set to 15/main's socket in $EXPORTER_CONF, restored at the end)"
-        cp -p "$EXPORTER_CONF" "$saved/exporter.conf"
-        sed -i "s|^DATA_SOURCE_NAME=.*|DATA_SOURCE_NAME='host=/run/postgresql dbname=postgres'|" "$EXPORTER_CONF"
-        # the init script sources the file: the variable must be exported
-        systemd || echo 'export DATA_SOURCE_NAME' >>"$EXPORTER_CONF"
-    fi
+    echo "starting the $EXPORTER service, with DATA_SOURCE_NAME set to 15/main's socket in"
+    echo "$EXPORTER_CONF, which named no server (both undone at the end)"
+    cp -p "$EXPORTER_CONF" "$saved/exporter.conf"
+    sed -i "s|^DATA_SOURCE_NAME=.*|DATA_SOURCE_NAME='host=/run/postgresql dbname=postgres'|" "$EXPORTER_CONF"
+    # the init script sources the file: the variable must be exported
+    systemd || echo 'export DATA_SOURCE_NAME' >>"$EXPORTER_CONF"
     started_exporter=1
     if systemd; then systemctl start "$EXPORTER"; else "/etc/init.d/$EXPORTER" start >/dev/null; fi
     for _ in $(seq 50); do exporter_pid | grep -q '^[1-9]' && break; sleep 0.1; done
