@@ -128,14 +128,6 @@ sslr_source_name(GucSource source)
 	}
 }
 
-/* An assign hook ran: flags only. */
-void
-sslr_key_limits_changed(void)
-{
-	sslr_limits_report_pending = true;
-	sslr_want_safe_point();
-}
-
 /*
  * At a safe point: if the safe rule raises the hard limit, say so, with
  * both values and the level each came from; once for each pair.
@@ -230,11 +222,17 @@ sslr_tls12_action(void)
 	return (SslrTls12Policy) sslr_tls12_policy;
 }
 
-/* A setting changed (an assign hook): flag only, it must not fail. */
+/*
+ * A setting changed (an assign hook), or enforcement starts: flags only, it
+ * must not fail.  The next safe point publishes the limits in force and
+ * says whether the safe rule raises the hard limit.
+ */
 void
 sslr_limits_changed(void)
 {
 	sslr_limits_stale = true;
+	sslr_limits_report_pending = true;
+	sslr_want_safe_point();
 }
 
 /*

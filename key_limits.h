@@ -49,8 +49,7 @@ extern void sslr_limits_publish_changed(void);
 extern char *sslr_format_bytes(int64 bytes);
 extern const char *sslr_source_name(GucSource source);
 
-/* the settings changed / a safe point: say if the safe rule applies */
-extern void sslr_key_limits_changed(void);
+/* at a safe point: say if the safe rule applies */
 extern void sslr_key_limits_safe_point(void);
 
 #endif							/* SSLR_KEY_LIMITS_H */

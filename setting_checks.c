@@ -288,7 +288,6 @@ static void
 sslr_assign_byte_limit(double newval pg_attribute_unused(), void *extra)
 {
 	sslr_byte_limit_source = sslr_source_of(extra);
-	sslr_key_limits_changed();
 	sslr_policy_changed();
 }
 
@@ -296,7 +295,6 @@ static void
 sslr_assign_hard_limit(double newval pg_attribute_unused(), void *extra)
 {
 	sslr_hard_limit_source = sslr_source_of(extra);
-	sslr_key_limits_changed();
 	sslr_policy_changed();
 }
 
@@ -304,7 +302,6 @@ static void
 sslr_assign_limit_real(double newval pg_attribute_unused(),
 					   void *extra pg_attribute_unused())
 {
-	sslr_key_limits_changed();
 	sslr_policy_changed();
 }
 
