@@ -18,15 +18,15 @@
 #       a    Unix socket                          cluster A
 #       b    TCP, no TLS (sslmode=disable)        cluster A
 #       c    TLS 1.3, extension not loaded        cluster A   <- the baseline
-#       d    TLS 1.3, extension, limit = 0        cluster B   (accounting only)
-#       e    TLS 1.3, extension, limit = 64kB     cluster B
-#       f    TLS 1.3, extension, limit = 640kB    cluster B
-#       g    TLS 1.3, extension, limit = 512MB    cluster B   (the default)
+#       d    TLS 1.3, extension, byte_limit = 0        cluster B   (accounting only)
+#       e    TLS 1.3, extension, byte_limit = 64kB     cluster B
+#       f    TLS 1.3, extension, byte_limit = 640kB    cluster B
+#       g    TLS 1.3, extension, byte_limit = 512MB    cluster B   (the default)
 #       h64  TLS 1.2, tls12 = renegotiate, 64kB   cluster B
 #       h1M  TLS 1.2, tls12 = renegotiate, 1MB    cluster B
 #     settings go per connection in the startup packet (options='-c ...');
 #   * pgbench -S (TLS 1.3, many small messages) and pgbench -C -S (TLS
-#     connection set-up) against A (c) and B (d, limit = 0);
+#     connection set-up) against A (c) and B (d, byte_limit = 0);
 #   * first one untimed pass per COPY configuration that checks the data
 #     (md5 of the COPY TO output, and of t2 after COPY FROM, against the
 #     file), then SSLR_BENCH_ROUNDS rounds: every round runs every job once,

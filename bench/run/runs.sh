@@ -37,7 +37,7 @@ label_of() {
         a) echo "(a) Unix socket" ;;
         b) echo "(b) TCP, no TLS" ;;
         c) echo "(c) TLS 1.3, no extension" ;;
-        d) echo "(d) TLS 1.3, ext, limit 0" ;;
+        d) echo "(d) TLS 1.3, ext, byte_limit 0" ;;
         e) echo "(e) TLS 1.3, ext, 64kB" ;;
         f) echo "(f) TLS 1.3, ext, 640kB" ;;
         g) echo "(g) TLS 1.3, ext, 512MB" ;;

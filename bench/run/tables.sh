@@ -39,8 +39,8 @@ sub mm { my @x = sort { $a <=> $b } @_; return ($x[0], $x[-1]) }
 sub fmt { my ($p, @x) = @_; return "-" unless @x; my ($lo, $hi) = mm(@x);
           return sprintf("%.${p}f [%.${p}f-%.${p}f]", med(@x), $lo, $hi) }
 my %label = (a => '(a) Unix socket', b => '(b) TCP, no TLS', c => '(c) TLS 1.3, no extension',
-    d => '(d) TLS 1.3, ext, limit 0', e => '(e) TLS 1.3, ext, limit 64kB',
-    f => '(f) TLS 1.3, ext, limit 640kB', g => '(g) TLS 1.3, ext, limit 512MB',
+    d => '(d) TLS 1.3, ext, byte_limit 0', e => '(e) TLS 1.3, ext, byte_limit 64kB',
+    f => '(f) TLS 1.3, ext, byte_limit 640kB', g => '(g) TLS 1.3, ext, byte_limit 512MB',
     h64 => '(h) TLS 1.2, renegotiate, 64kB', h1M => '(h) TLS 1.2, renegotiate, 1MB');
 # ratio of job's metric to the baseline job's, round by round
 sub ratios { my ($job, $base, $key) = @_; my @r;
@@ -90,7 +90,7 @@ if ($s{pgS_c}) {
             $medratio{$job} = med(@ratio);
             $bestratio{$job} = best($job, "${j}_c", 'tps');
             printf "%-32s %-24s %-22s %-6s %-19s %-21s %s\n",
-                ($j eq 'pgS' ? 'pgbench -S' : 'pgbench -C -S') . ($c eq 'c' ? ', (c) no extension' : ', (d) ext, limit 0'),
+                ($j eq 'pgS' ? 'pgbench -S' : 'pgbench -C -S') . ($c eq 'c' ? ', (c) no extension' : ', (d) ext, byte_limit 0'),
                 fmt(0, col($job, 'tps')), fmt(3, @ratio), sprintf("%.3f", $bestratio{$job}),
                 fmt(2, map { $_ / 1000 } col($job, 'client_cpu_ms')), fmt(2, map { $_ / 1000 } col($job, 'backend_cpu_ms')),
                 fmt(2, map { $_ / 1000 } col($job, 'other_cpu_ms'));
@@ -105,7 +105,7 @@ print "per rekey (rekeys_sent + rekeys_received) and per event (max of the two: 
 print "and its answer, or one TLS 1.2 renegotiation, which rotates both directions); rekey_time = server-measured\n";
 printf "%-50s %8s %7s %-19s %-19s %s\n", 'configuration vs reference, COPY direction', 'rekeys', 'events',
     'backend us/rk /ev', 'psql us/rk /ev', 'rekey_time us/sent';
-my %short = (d => '(d) TLS 1.3 limit 0', e => '(e) TLS 1.3 64kB', f => '(f) TLS 1.3 640kB',
+my %short = (d => '(d) TLS 1.3 byte_limit 0', e => '(e) TLS 1.3 64kB', f => '(f) TLS 1.3 640kB',
     h64 => '(h) TLS 1.2 64kB', h1M => '(h) TLS 1.2 1MB');
 for my $p (['e', 'd'], ['f', 'd'], ['h64', 'h1M']) {
     my ($x, $ref) = @$p;
