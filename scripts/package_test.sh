@@ -97,6 +97,26 @@ if ! (cd "$tree" && dpkg-checkbuilddeps) 2>/dev/null; then
     sslr_apt_get build-dep -y -qq --no-install-recommends "$tree" >&2
 fi
 
+# The README's own commands, as shown (scripts/doc_examples.pl): the source
+# install in a copy of the tree, and the package recipe in the clone (it
+# packages HEAD, through git).  Each installs what the checks below then
+# replace with this script's own build.
+readme_example() { # readme_example NAME DIR: run the README's block NAME from DIR's tree
+    perl "$2/scripts/doc_examples.pl" run "$1" >"$PKG_WORKDIR/$1.log" 2>&1 ||
+        { tail -n 40 "$PKG_WORKDIR/$1.log"; return 1; }
+}
+echo "=== the README's source install (log: $PKG_WORKDIR/install-from-source.log) ==="
+sslr_copy_tree "$SSLR_REPO" "$PKG_WORKDIR/source-install"
+check "the README's source install (make, make install) works as shown" \
+    readme_example install-from-source "$PKG_WORKDIR/source-install"
+echo "=== the README's package recipe (log: $PKG_WORKDIR/package-recipe.log) ==="
+# a clone that root does not own is still read (git's safe.directory)
+recipe_in_clone() {
+    (export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
+     readme_example package-recipe "$SSLR_REPO")
+}
+check "the README's package recipe builds and installs $package as shown" recipe_in_clone
+
 echo "=== dpkg-buildpackage -us -uc in $tree (as postgres; log: $PKG_WORKDIR/build.log) ==="
 build() {
     sslr_as_postgres "$tree" dpkg-buildpackage -us -uc >"$PKG_WORKDIR/build.log" 2>&1 ||

@@ -39,7 +39,9 @@
 # as they were; its line is "Machine left alone: N passed, N failed".
 # Then, if the cell 15 is among them, scripts/package_test.sh: the Debian
 # package built, linted, installed and tested on its installed files; its
-# line is "Debian package: N passed, N failed".
+# line is "Debian package: N passed, N failed".  Then every shell example
+# of README.md and docs/ must have run and passed (scripts/doc_examples.pl
+# check): "Documentation examples: N passed, N failed".
 # Once the first cell is set up, the PostgreSQL builds of the later cells
 # run ahead in the background, at the lowest priority (SSLR_NO_PREBUILD=1:
 # each in its turn only).  A cell that cannot be built or set up counts as
@@ -80,6 +82,18 @@ else
     RUN_DIR=$(mktemp -d /tmp/ssl_renegotiate-test.XXXXXX)
 fi
 chmod 755 "$RUN_DIR"
+# Which of the documentation's shell examples ran, and how (each runner
+# appends to it: scripts/doc_examples.pl run); checked at the end.  The
+# TAP files append as postgres.
+export SSLR_DOC_EXAMPLES_LOG=$RUN_DIR/doc-examples.log
+: >"$SSLR_DOC_EXAMPLES_LOG"
+chmod 666 "$SSLR_DOC_EXAMPLES_LOG"
+# this run is the README's test command when .ci/run started it through
+# that block, or when the block is exactly this script with no argument
+if [ "${SSLR_DOC_EXAMPLE:-}" = test-command ] ||
+    [ "$(perl "$SSLR_REPO/scripts/doc_examples.pl" show test-command)" = ./scripts/test.sh ]; then
+    echo "ok test-command" >>"$SSLR_DOC_EXAMPLES_LOG"
+fi
 LOG=$(mktemp /tmp/ssl_renegotiate-installcheck.XXXXXX)
 BUILD_ERR=$(mktemp /tmp/ssl_renegotiate-build-err.XXXXXX)
 # TAP files at once in a cell (a file leaves most of a CPU idle, waiting on
@@ -160,8 +174,8 @@ count_results() {
                      s/^([0-9]+) of ([0-9]+) tests (passed|failed)(, ([0-9]+) of these.*)?$/\1 \2 \3 \5/')
     # scripts/package_test.sh's own checks (building, lintian, installing,
     # the files on disk) and scripts/leave_alone_test.sh's, one line each
-    passed=$((passed + $(grep -Ec '^(package|machine) check ok: ' "$LOG" || true)))
-    failed=$((failed + $(grep -Ec '^(package|machine) check FAILED: ' "$LOG" || true)))
+    passed=$((passed + $(grep -Ec '^(package|machine) check ok: |^documentation example ok: ' "$LOG" || true)))
+    failed=$((failed + $(grep -Ec '^(package|machine) check FAILED: |^documentation example FAILED' "$LOG" || true)))
     # prove: its "Test Summary Report" lists a file that failed -- and also one
     # that only had a TODO test pass, which is no failure.  One line per file that
     # failed: "NAME FAILED_ASSERTIONS", where a file that died, had a bad plan or
@@ -369,6 +383,16 @@ if [[ " $CELLS " == *" 15 "* ]]; then
     package_start=$SECONDS
     run_counted "Debian package" bash "$SSLR_REPO/scripts/package_test.sh"
     timings+=("time: Debian package: $(minutes $((SECONDS - package_start)))")
+fi
+
+# Every shell example of README.md and docs/ ran, and passed: the demo
+# (leave_alone_test.sh) and the install recipes (package_test.sh) run in
+# the cell 15's turn, make installcheck and promtool in t/070 of each cell.
+if [[ " $CELLS " == *" 15 "* ]]; then
+    echo
+    echo "=============== Documentation examples ==============="
+    WORKDIR=$RUN_DIR
+    run_counted "Documentation examples" perl "$SSLR_REPO/scripts/doc_examples.pl" check "$SSLR_DOC_EXAMPLES_LOG"
 fi
 
 echo
