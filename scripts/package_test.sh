@@ -106,6 +106,7 @@ readme_example() { # readme_example NAME DIR: run the README's block NAME from D
         { tail -n 40 "$PKG_WORKDIR/$1.log"; return 1; }
 }
 echo "=== the README's source install (log: $PKG_WORKDIR/install-from-source.log) ==="
+mkdir -p "$PKG_WORKDIR/source-install"
 sslr_copy_tree "$SSLR_REPO" "$PKG_WORKDIR/source-install"
 check "the README's source install (make, make install) works as shown" \
     readme_example install-from-source "$PKG_WORKDIR/source-install"
