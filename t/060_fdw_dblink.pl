@@ -23,11 +23,14 @@
 #    connection agree;
 #  - ssl_renegotiate_rekey(pid) of the far backend, called from another far
 #    session in the middle of a transfer each way through each of them,
-#    rotates both directions exactly once (those inner connections set
-#    byte_limit = 0 in their startup options, so only the request rotates),
-#    and the transfer completes intact.  "In the middle" is made certain by
-#    a gate: a function in the transfer's query that waits, half way, for
-#    an advisory lock the test holds (on the side whose query produces the
+#    rotates both directions (those inner connections set byte_limit = 0
+#    in their startup options, so only the request rotates): the client's
+#    key once, the far side's once, or on TLS 1.3 while the far side sends
+#    twice (a KeyUpdate at its send point, then the one that asks the
+#    client for a new key, at its next inbound record); the transfer
+#    completes intact.  "In the middle" is made certain by a gate: a
+#    function in the transfer's query that waits, half way, for an
+#    advisory lock the test holds (on the side whose query produces the
 #    rows);
 #  - neither server logs an error or a warning.
 #
@@ -195,6 +198,8 @@ sub check_client
 		my @d = map { $c1->{$_} - $c0->{$_} } qw(bytes_received bytes_sent);
 		is( join(' ', map { $t1->{$_} - $t0->{$_} } qw(bytes_received bytes_sent)),
 			"@d", "$what: local totals grew by the client's own bytes (@d)");
+		cmp_ok($d[0] + $d[1], '<', $LIMIT,
+			"$what: the client's own bytes are a few queries' worth, not the inner connection's");
 		is($t1->{connections}, $t0->{connections},
 			"$what: local totals: no connection added");
 	}
