@@ -446,6 +446,10 @@ note "local client over the whole run: received "
   . ($c0->{bytes_sent} - $cstart->{bytes_sent});
 $client->quit;
 
+# The far side counts each inner connection as one of its TLS sessions.
+is(totals_row($far)->{connections}, scalar(keys %conn),
+	'far totals: one connection per inner connection');
+
 # ---------------------------------------------------------------------
 # 3. the logs
 # ---------------------------------------------------------------------
