@@ -396,10 +396,27 @@ require "the writer's rows are acknowledged by the leader $OLD_LEADER" wait_for 
 KILLED_TOTALS_LINE=$(summary_line "$OLD_LEADER")
 SYNC_AT_KILL=$(members | awk '$2 == "sync_standby" { print $1 }')
 POSTMASTER=$(head -n 1 "$T/$OLD_LEADER/data/postmaster.pid")
+# The leader is cut off first: its walsenders stopped (SIGSTOP), the
+# writer's next COMMIT is in the leader's WAL only and waits for the sync
+# standby, unacknowledged.  Then the postmaster and those walsenders are
+# killed: the old leader's WAL has diverged from the new leader's, and
+# Patroni has to rewind it (pg_rewind over TLS) before it can follow.
+WALSENDERS=$(q "$OLD_LEADER" "SELECT string_agg(pid::text, ' ') FROM pg_stat_replication")
+# shellcheck disable=SC2086 # a list of pids
+kill -STOP $WALSENDERS
+last_acked() { tail -n 1 "$T/writer/acked" | awk '{ print $1 }'; }
+commit_waits() { # the writer sent the row after the last acknowledged one, and waits
+    local a
+    a=$(last_acked)
+    [ "$(cat "$T/writer/sent")" = "$((a + 1))" ] &&
+        [ "$(q "$OLD_LEADER" "SELECT wait_event FROM pg_stat_activity WHERE application_name = 'sslr_writer'")" = SyncRep ]
+}
+check "with the walsenders stopped, the writer's COMMIT waits for the sync standby" wait_for 30 commit_waits
 KILL_EPOCH=$(date +%s.%N)
 ACKED_AT_KILL=$(acked)
-kill -KILL "$POSTMASTER"
-note "SIGKILL to the postmaster $POSTMASTER of the leader $OLD_LEADER after $ACKED_AT_KILL acknowledged rows ($(elapsed))"
+# shellcheck disable=SC2086
+kill -KILL "$POSTMASTER" $WALSENDERS
+note "SIGKILL to the postmaster $POSTMASTER of the leader $OLD_LEADER (and its stopped walsenders $WALSENDERS) after $ACKED_AT_KILL acknowledged rows ($(elapsed))"
 new_leader() { local l; l=$(leader) && [ -n "$l" ] && [ "$l" != "$OLD_LEADER" ]; }
 require "Patroni promotes a replica" wait_for 60 new_leader
 NEW_LEADER=$(leader)
@@ -410,6 +427,8 @@ acked_on_new() { [ "$(awk -v p="${PG_PORT[$NEW_LEADER]}" '$2 == p' "$T/writer/ac
 require "the writer reconnects to the new leader $NEW_LEADER and its rows are acknowledged" \
     wait_for 60 acked_on_new 300
 rejoined() {
+    # shellcheck disable=SC2086
+    ! kill -0 $WALSENDERS 2>/dev/null &&
     members | awk -v n="$OLD_LEADER" '$1 == n && $2 != "leader" && $3 == "running"' | grep -q . &&
         streaming "$NEW_LEADER" 2
 }
