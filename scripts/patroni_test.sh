@@ -18,9 +18,12 @@
 # = 0.  Then:
 #   1. a client (scripts/patroni/writer.py) writes numbered rows to the
 #      leader over TLS and records each one acknowledged;
-#   2. the leader's postmaster is killed (SIGKILL) mid-load; Patroni
-#      promotes the sync standby, the old leader rejoins as a replica, the
-#      client reconnects to the new leader (REST API) and goes on;
+#   2. the leader is cut off mid-load (its walsenders stopped: the writer's
+#      next COMMIT is in its WAL only, waiting for the sync standby), then
+#      its postmaster (and those walsenders) killed with SIGKILL; Patroni
+#      promotes the sync standby and rewinds the old leader (pg_rewind,
+#      over TLS), which rejoins as a replica; the client reconnects to the
+#      new leader (REST API) and goes on;
 #   3. the new leader's walsenders: one activity row each; both directions
 #      rotate under load; ssl_renegotiate_rekey() on a walsender and on the
 #      writer's backend is carried out; in a quiet window with WAL written
@@ -591,6 +594,10 @@ check "the rejoined node $OLD_LEADER counts this test's TLS sessions since, neve
     connections_are_probes "$OLD_LEADER"
 check "the new leader's totals per database and role hold its walsenders (replicator, no database)" \
     test "$(q "$NEW_LEADER" "SELECT count(*) FROM ssl_renegotiate_database_role_totals WHERE dbid = 0 AND usename = 'replicator' AND connections >= 2 AND bytes_sent > 0 AND bytes_received > 0")" = 1
+if [[ "$HOW_REJOINED" == *pg_rewind* ]]; then
+    check "pg_rewind's TLS session (the superuser's, database postgres) is in the new leader's totals per database and role" \
+        test "$(q "$NEW_LEADER" "SELECT count(*) FROM ssl_renegotiate_database_role_totals WHERE datname = 'postgres' AND usename = 'postgres' AND connections >= 1")" = 1
+fi
 no_stat_file() { local n; for n in $NODES; do [ ! -e "$T/$n/data/pg_stat/ssl_renegotiate.stat" ] || return 1; done; }
 check "no running node has a totals file (each read and removed it at start-up)" no_stat_file
 declare -A AFTER_LINE=()
@@ -615,17 +622,17 @@ done
 # patronictl restart: a fast stop (a shutdown checkpoint or restartpoint)
 # and a start; the totals file carries the totals over.  A replica has no
 # TLS traffic but this test's: its totals come back exactly.
+restarted() { # NODE OLD_POSTMASTER_PID: a new postmaster answers, the cluster formed again
+    [ -f "$T/$1/data/postmaster.pid" ] && [ "$(head -n 1 "$T/$1/data/postmaster.pid")" != "$2" ] &&
+        q "$1" "SELECT 1" >/dev/null 2>&1 && formed
+}
 restart_member() { # NODE
     local pid
     pid=$(head -n 1 "$T/$1/data/postmaster.pid")
-    patronictl -c "$T/$1/patroni.yml" restart sslr "$1" --force >>"$T/$1/log/patronictl.log" 2>&1 || return 1
-    restarted() {
-        [ -f "$T/$1/data/postmaster.pid" ] && [ "$(head -n 1 "$T/$1/data/postmaster.pid")" != "$pid" ] &&
-            q "$1" "SELECT 1" >/dev/null 2>&1 && formed
-    }
-    wait_for 60 restarted "$1"
+    patronictl -c "$T/$1/patroni.yml" restart sslr "$1" --force >>"$T/$1/log/patronictl.log" 2>&1 &&
+        wait_for 60 restarted "$1" "$pid"
 }
-for n in $(for n in $NODES; do [ "$n" = "$NEW_LEADER" ] || echo "$n"; done) "$NEW_LEADER"; do
+for n in $(members | awk '$2 != "leader" { print $1 }') "$NEW_LEADER"; do
     before=$(totals_json "$n")
     if [ "$n" = "$NEW_LEADER" ]; then
         check "the leader $n restarts cleanly (patronictl restart) and leads again" restart_member "$n"
@@ -640,15 +647,17 @@ check "the leader is still $NEW_LEADER" test "$(leader)" = "$NEW_LEADER"
 check "no negative figure on any node after the restarts" no_negatives
 
 # ------------------------------------------------------------ figures
-rot() { # W_BEFORE W_AFTER: "sent A, received B" summed over the walsenders
-    join <(echo "$1") <(echo "$2") | awk '{ s += $6 - $3; r += $7 - $4 } END { printf "sent %d, received %d", s, r }'
+rot() { # W_BEFORE W_AFTER: each walsender's rotations between them
+    join <(echo "$1") <(echo "$2") |
+        awk '{ printf "%swalsender %s sent %d, received %d", n++ ? "; " : "", $2, $6 - $3, $7 - $4 }'
 }
 echo
 echo "=== figures (PostgreSQL $(postgres --version | awk '{ print $3 }'), Patroni $(/usr/bin/patroni --version | awk '{ print $2 }'), $(elapsed)) ==="
 echo "rows written (sent): $SENT; acknowledged: $ACKED ($ACKED_AT_KILL before the kill); found on the new leader after failover: $FOUND; acknowledged missing: $MISSING"
 echo "failover: SIGKILL to $OLD_LEADER's postmaster; $NEW_LEADER promoted after ~$PROMOTED_AFTER s; $OLD_LEADER streaming again after ~$REJOINED_AFTER s (Patroni: $HOW_REJOINED)"
 echo "writer: $(grep -c ' connected ' "$T/writer/events") connections, $(grep -c '^[0-9.]* row ' "$T/writer/events" || true) rows without acknowledgement"
-echo "new leader $NEW_LEADER walsender rotations under load (per walsender since both streamed): $(rot "$W1" "$W2"); with the window's 4000 rows: $(rot "$W1" "$W3")"
+echo "new leader $NEW_LEADER walsender rotations since both streamed, under the writer's load: $(rot "$W1" "$W2")"
+echo "    and with the window's 4000 rows (4 MB over the Unix socket) too: $(rot "$W1" "$W3")"
 for n in $NODES; do
     role=replica
     [ "$n" != "$OLD_LEADER" ] || role="old leader, killed"
