@@ -18,12 +18,12 @@
 # = 0.  Then:
 #   1. a client (scripts/patroni/writer.py) writes numbered rows to the
 #      leader over TLS and records each one acknowledged;
-#   2. the leader is cut off mid-load (its walsenders stopped: the writer's
-#      next COMMIT is in its WAL only, waiting for the sync standby), then
-#      its postmaster (and those walsenders) killed with SIGKILL; Patroni
-#      promotes the sync standby and rewinds the old leader (pg_rewind,
-#      over TLS), which rejoins as a replica; the client reconnects to the
-#      new leader (REST API) and goes on;
+#   2. mid-load, the leader is cut off from its sync standby (that
+#      walsender stopped: the writer's next COMMIT waits, the async replica
+#      receives it), then its postmaster (and that walsender) killed with
+#      SIGKILL; Patroni promotes the sync standby and rewinds the old
+#      leader and the async replica (pg_rewind, over TLS), which follow it;
+#      the client reconnects to the new leader (REST API) and goes on;
 #   3. the new leader's walsenders: one activity row each; both directions
 #      rotate under load; ssl_renegotiate_rekey() on a walsender and on the
 #      writer's backend is carried out; in a quiet window with WAL written
@@ -399,27 +399,30 @@ require "the writer's rows are acknowledged by the leader $OLD_LEADER" wait_for 
 KILLED_TOTALS_LINE=$(summary_line "$OLD_LEADER")
 SYNC_AT_KILL=$(members | awk '$2 == "sync_standby" { print $1 }')
 POSTMASTER=$(head -n 1 "$T/$OLD_LEADER/data/postmaster.pid")
-# The leader is cut off first: its walsenders stopped (SIGSTOP), the
-# writer's next COMMIT is in the leader's WAL only and waits for the sync
-# standby, unacknowledged.  Then the postmaster and those walsenders are
-# killed: the old leader's WAL has diverged from the new leader's, and
-# Patroni has to rewind it (pg_rewind over TLS) before it can follow.
-WALSENDERS=$(q "$OLD_LEADER" "SELECT string_agg(pid::text, ' ') FROM pg_stat_replication")
-# shellcheck disable=SC2086 # a list of pids
-kill -STOP $WALSENDERS
+# The sync standby is cut off first: its walsender stopped (SIGSTOP), the
+# writer's next COMMIT waits for it, unacknowledged, while the async
+# replica receives it.  Then the postmaster (and that walsender) are
+# killed.  Patroni promotes the sync standby (in synchronous_mode, only
+# it may be), and both the old leader and the async replica have WAL the
+# new leader never got: Patroni has to rewind them (pg_rewind, over TLS).
+SYNC_WALSENDER=$(q "$OLD_LEADER" "SELECT pid FROM pg_stat_replication WHERE sync_state = 'sync'")
+kill -STOP "$SYNC_WALSENDER"
 last_acked() { tail -n 1 "$T/writer/acked" | awk '{ print $1 }'; }
-commit_waits() { # the writer sent the row after the last acknowledged one, and waits
+commit_waits() { # the writer's next row waits for the sync standby; the async one has it
     local a
     a=$(last_acked)
     [ "$(cat "$T/writer/sent")" = "$((a + 1))" ] &&
-        [ "$(q "$OLD_LEADER" "SELECT wait_event FROM pg_stat_activity WHERE application_name = 'sslr_writer'")" = SyncRep ]
+        [ "$(q "$OLD_LEADER" "SELECT wait_event FROM pg_stat_activity WHERE application_name = 'sslr_writer'")" = SyncRep ] &&
+        [ "$(q "$OLD_LEADER" "SELECT flush_lsn >= pg_current_wal_flush_lsn() FROM pg_stat_replication WHERE sync_state <> 'sync'")" = t ]
 }
-check "with the walsenders stopped, the writer's COMMIT waits for the sync standby" wait_for 30 commit_waits
+check "with the sync standby's walsender stopped, the writer's COMMIT waits for it, and the async replica has it" \
+    wait_for 30 commit_waits
+declare -A LOG_LINES=()
+for n in $NODES; do LOG_LINES[$n]=$(wc -l <"$T/$n/log/patroni.log"); done
 KILL_EPOCH=$(date +%s.%N)
 ACKED_AT_KILL=$(acked)
-# shellcheck disable=SC2086
-kill -KILL "$POSTMASTER" $WALSENDERS
-note "SIGKILL to the postmaster $POSTMASTER of the leader $OLD_LEADER (and its stopped walsenders $WALSENDERS) after $ACKED_AT_KILL acknowledged rows ($(elapsed))"
+kill -KILL "$POSTMASTER" "$SYNC_WALSENDER"
+note "SIGKILL to the postmaster $POSTMASTER of the leader $OLD_LEADER (and its stopped walsender $SYNC_WALSENDER) after $ACKED_AT_KILL acknowledged rows ($(elapsed))"
 new_leader() { local l; l=$(leader) && [ -n "$l" ] && [ "$l" != "$OLD_LEADER" ]; }
 require "Patroni promotes a replica" wait_for 60 new_leader
 NEW_LEADER=$(leader)
@@ -430,19 +433,24 @@ acked_on_new() { [ "$(awk -v p="${PG_PORT[$NEW_LEADER]}" '$2 == p' "$T/writer/ac
 require "the writer reconnects to the new leader $NEW_LEADER and its rows are acknowledged" \
     wait_for 60 acked_on_new 300
 rejoined() {
-    # shellcheck disable=SC2086
-    ! kill -0 $WALSENDERS 2>/dev/null &&
+    ! kill -0 "$SYNC_WALSENDER" 2>/dev/null &&
     members | awk -v n="$OLD_LEADER" '$1 == n && $2 != "leader" && $3 == "running"' | grep -q . &&
         streaming "$NEW_LEADER" 2
 }
 require "the old leader $OLD_LEADER rejoins as a replica: $NEW_LEADER streams to both" wait_for 120 rejoined
 REJOINED_AFTER=$(awk -v k="$KILL_EPOCH" 'BEGIN { printf "%.1f", systime() - k }')
 members | sed 's/^/    /'
-# what Patroni did, in its words
-HOW_REJOINED=$(grep -Eo 'Primary crashed. Failing over|doing crash recovery in a single user mode|running pg_rewind from [^ ]+|pg_rewind exited with[^,]*|replica has been created using [a-z_]+|[Rr]einitializ[a-z]* [a-z ]*|Local timeline=[0-9]+ lsn=[0-9A-F/]+|primary_timeline=[0-9]+' \
-    "$T/$OLD_LEADER/log/patroni.log" | awk '!seen[$0]++' | paste -sd ';' | sed 's/;/; /g' || true)
+# What Patroni did to NODE since the kill, in its words
+story() {
+    tail -n +"$((LOG_LINES[$1] + 1))" "$T/$1/log/patroni.log" |
+        grep -Eo 'Primary crashed. Failing over|doing crash recovery in a single user mode|running pg_rewind from [^ ]+|pg_rewind exit code=[0-9]+|replica has been created using [a-z_]+|[Rr]einitializ[a-z]* [a-z ]*|Local timeline=[0-9]+ lsn=[0-9A-F/]+|primary_timeline=[0-9]+' |
+        awk '!seen[$0]++' | paste -sd ';' | sed 's/;/; /g' || true
+}
+HOW_REJOINED=$(story "$OLD_LEADER")
 note "$OLD_LEADER rejoined about $REJOINED_AFTER s after the kill (Patroni: $HOW_REJOINED)"
 OTHER=$(for n in $NODES; do [ "$n" = "$OLD_LEADER" ] || [ "$n" = "$NEW_LEADER" ] || echo "$n"; done)
+HOW_OTHER=$(story "$OTHER")
+note "the other replica $OTHER: ${HOW_OTHER:-Patroni only pointed it at the new leader}"
 
 # ----------------------------------------- the new leader's walsenders
 ws_rows() { # "CLIENT_PORT PID REKEYS_SENT REKEYS_RECEIVED" per walsender
@@ -582,16 +590,25 @@ done
 check "no negative figure on any node (totals, totals per database and role, activity rows)" no_negatives
 check "the promoted node $NEW_LEADER kept its totals through promotion (none lower, same stats_reset)" \
     totals_keep "$NEW_LEADER" '>=' "${BEFORE[$NEW_LEADER]}"
-check "the replica $OTHER kept its totals through the failover" totals_keep "$OTHER" '>=' "${BEFORE[$OTHER]}"
-check "the replica $OTHER counts this test's TLS sessions to it only (never its walreceiver)" \
-    connections_are_probes "$OTHER"
-check "the replica $OTHER has no walsender's row in its totals per database and role" \
-    test "$(q "$OTHER" "SELECT count(*) FROM ssl_renegotiate_database_role_totals WHERE dbid = 0")" = 0
+from_zero() { [ "$(q "$1" "SELECT stats_reset > to_timestamp($KILL_EPOCH) FROM ssl_renegotiate_totals")" = t ]; }
 check "the killed node $OLD_LEADER started its totals again from zero (a crash): stats_reset after the kill" \
-    test "$(q "$OLD_LEADER" "SELECT stats_reset > to_timestamp($KILL_EPOCH) FROM ssl_renegotiate_totals")" = t
+    from_zero "$OLD_LEADER"
+# The other replica keeps its totals, unless Patroni rewound it too (here
+# it does: it had received the old leader's last COMMIT, which the new
+# leader never got): pg_rewind gives it the new leader's pg_control (and
+# removes the totals file its clean stop wrote), so it starts from zero.
+if [[ "$HOW_OTHER" == *pg_rewind* || "$HOW_OTHER" == *einitializ* ]]; then
+    check "the replica $OTHER, rewound by Patroni, started its totals again from zero" from_zero "$OTHER"
+    PROBES[$OTHER]=1
+else
+    check "the replica $OTHER kept its totals through the failover" totals_keep "$OTHER" '>=' "${BEFORE[$OTHER]}"
+fi
 PROBES[$OLD_LEADER]=1    # its totals count from its restart: the probe above only
-check "the rejoined node $OLD_LEADER counts this test's TLS sessions since, never its walreceiver" \
-    connections_are_probes "$OLD_LEADER"
+for n in "$OLD_LEADER" "$OTHER"; do
+    check "the replica $n counts this test's TLS sessions to it only (never its walreceiver)" connections_are_probes "$n"
+    check "the replica $n has no walsender's row in its totals per database and role" \
+        test "$(q "$n" "SELECT count(*) FROM ssl_renegotiate_database_role_totals WHERE dbid = 0")" = 0
+done
 check "the new leader's totals per database and role hold its walsenders (replicator, no database)" \
     test "$(q "$NEW_LEADER" "SELECT count(*) FROM ssl_renegotiate_database_role_totals WHERE dbid = 0 AND usename = 'replicator' AND connections >= 2 AND bytes_sent > 0 AND bytes_received > 0")" = 1
 if [[ "$HOW_REJOINED" == *pg_rewind* ]]; then
@@ -654,12 +671,13 @@ rot() { # W_BEFORE W_AFTER: each walsender's rotations between them
 echo
 echo "=== figures (PostgreSQL $(postgres --version | awk '{ print $3 }'), Patroni $(/usr/bin/patroni --version | awk '{ print $2 }'), $(elapsed)) ==="
 echo "rows written (sent): $SENT; acknowledged: $ACKED ($ACKED_AT_KILL before the kill); found on the new leader after failover: $FOUND; acknowledged missing: $MISSING"
-echo "failover: SIGKILL to $OLD_LEADER's postmaster; $NEW_LEADER promoted after ~$PROMOTED_AFTER s; $OLD_LEADER streaming again after ~$REJOINED_AFTER s (Patroni: $HOW_REJOINED)"
+echo "failover: SIGKILL to $OLD_LEADER's postmaster; $NEW_LEADER promoted after ~$PROMOTED_AFTER s; $OLD_LEADER streaming again after ~$REJOINED_AFTER s (Patroni: $HOW_REJOINED); $OTHER: ${HOW_OTHER:-followed the new leader}"
 echo "writer: $(grep -c ' connected ' "$T/writer/events") connections, $(grep -c '^[0-9.]* row ' "$T/writer/events" || true) rows without acknowledgement"
 echo "new leader $NEW_LEADER walsender rotations since both streamed, under the writer's load: $(rot "$W1" "$W2")"
 echo "    and with the window's 4000 rows (4 MB over the Unix socket) too: $(rot "$W1" "$W3")"
 for n in $NODES; do
     role=replica
+    [ -z "$HOW_OTHER" ] || [ "$n" != "$OTHER" ] || role="replica, Patroni: $HOW_OTHER"
     [ "$n" != "$OLD_LEADER" ] || role="old leader, killed"
     [ "$n" != "$NEW_LEADER" ] || role="promoted"
     echo "$n ($role):"
