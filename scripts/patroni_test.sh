@@ -400,22 +400,27 @@ KILLED_TOTALS_LINE=$(summary_line "$OLD_LEADER")
 SYNC_AT_KILL=$(members | awk '$2 == "sync_standby" { print $1 }')
 POSTMASTER=$(head -n 1 "$T/$OLD_LEADER/data/postmaster.pid")
 # The sync standby is cut off first: its walsender stopped (SIGSTOP), the
-# writer's next COMMIT waits for it, unacknowledged, while the async
-# replica receives it.  Then the postmaster (and that walsender) are
-# killed.  Patroni promotes the sync standby (in synchronous_mode, only
+# writer's COMMIT waits for it, unacknowledged, and one more transaction
+# (synchronous_commit = local, over the Unix socket: not the writer's)
+# makes sure the leader has WAL the sync standby never received, while
+# the async replica receives it all.  Then the postmaster (and that
+# walsender) are killed.  Patroni promotes the sync standby (in synchronous_mode, only
 # it may be), and both the old leader and the async replica have WAL the
 # new leader never got: Patroni has to rewind them (pg_rewind, over TLS).
 SYNC_WALSENDER=$(q "$OLD_LEADER" "SELECT pid FROM pg_stat_replication WHERE sync_state = 'sync'")
+SYNC_STANDBY=$(members | awk '$2 == "sync_standby" { print $1 }')
 kill -STOP "$SYNC_WALSENDER"
+q "$OLD_LEADER" "SET synchronous_commit = local; INSERT INTO bulk VALUES (0, 'the sync standby never gets this')"
 last_acked() { tail -n 1 "$T/writer/acked" | awk '{ print $1 }'; }
 commit_waits() { # the writer's next row waits for the sync standby; the async one has it
     local a
     a=$(last_acked)
     [ "$(cat "$T/writer/sent")" = "$((a + 1))" ] &&
         [ "$(q "$OLD_LEADER" "SELECT wait_event FROM pg_stat_activity WHERE application_name = 'sslr_writer'")" = SyncRep ] &&
-        [ "$(q "$OLD_LEADER" "SELECT flush_lsn >= pg_current_wal_flush_lsn() FROM pg_stat_replication WHERE sync_state <> 'sync'")" = t ]
+        [ "$(q "$OLD_LEADER" "SELECT flush_lsn >= pg_current_wal_flush_lsn() FROM pg_stat_replication WHERE sync_state <> 'sync'")" = t ] &&
+        [ "$(q "$SYNC_STANDBY" "SELECT pg_last_wal_receive_lsn() < '$(q "$OLD_LEADER" "SELECT pg_current_wal_flush_lsn()")'")" = t ]
 }
-check "with the sync standby's walsender stopped, the writer's COMMIT waits for it, and the async replica has it" \
+check "with the sync standby cut off, the writer's COMMIT waits for it, and the async replica has WAL it lacks" \
     wait_for 30 commit_waits
 declare -A LOG_LINES=()
 for n in $NODES; do LOG_LINES[$n]=$(wc -l <"$T/$n/log/patroni.log"); done
