@@ -14,7 +14,8 @@
 #             exporter's init script runs it with where systemd does not
 #             run (scripts/leave_alone_test.sh starts that service);
 #             scripts/patroni_test.sh's cluster: Patroni, etcd and the
-#             Python modules Patroni's client needs (SSLR_PATRONI_PACKAGES);
+#             Python modules of Patroni and of the test's writer
+#             (SSLR_PATRONI_PACKAGES);
 #   valgrind  scripts/memcheck.sh, bench/instructions.sh;
 #   bench     bench/*.sh: the test packages, gnuplot, valgrind.
 SSLR_BUILD_PACKAGES="postgresql-15 postgresql-server-dev-15 libssl-dev libkrb5-dev

@@ -19,11 +19,12 @@
 #   1. a client (scripts/patroni/writer.py) writes numbered rows to the
 #      leader over TLS and records each one acknowledged;
 #   2. mid-load, the leader is cut off from its sync standby (that
-#      walsender stopped: the writer's next COMMIT waits, the async replica
-#      receives it), then its postmaster (and that walsender) killed with
-#      SIGKILL; Patroni promotes the sync standby and rewinds the old
-#      leader and the async replica (pg_rewind, over TLS), which follow it;
-#      the client reconnects to the new leader (REST API) and goes on;
+#      walsender stopped: the writer's COMMIT waits; WAL the sync standby
+#      never gets reaches the async replica), then its postmaster (and that
+#      walsender) killed with SIGKILL; Patroni promotes the sync standby
+#      and rewinds the old leader and the async replica (pg_rewind, over
+#      TLS), which follow it; the client reconnects to the new leader
+#      (REST API) and goes on;
 #   3. the new leader's walsenders: one activity row each; both directions
 #      rotate under load; ssl_renegotiate_rekey() on a walsender and on the
 #      writer's backend is carried out; in a quiet window with WAL written
@@ -34,9 +35,9 @@
 #   5. each node's totals are its own: no negative figure anywhere; the
 #      replicas' totals count only this test's TLS sessions to them (never
 #      a walreceiver); the promoted node kept its totals through promotion;
-#      the killed node's started again from zero (a crash), and a clean
-#      restart (patronictl restart) of each node keeps them, exactly where
-#      nothing else moves;
+#      the killed node's and the rewound replica's started again from zero
+#      (a crash; pg_rewind), and a clean restart (patronictl restart) of
+#      each node keeps them, exactly where nothing else moves;
 #   6. each query of monitoring/queries.yaml reads every node (psql, as a
 #      member of pg_monitor).
 # Each check prints "patroni check ok: WHAT" or "patroni check FAILED:
@@ -178,6 +179,8 @@ RESERVED=()
 cleanup() {
     local rc=$? n p
     trap - EXIT
+    # a walsender stopped for the cut-off must be able to exit
+    [ -z "${SYNC_WALSENDER:-}" ] || kill -CONT "$SYNC_WALSENDER" 2>/dev/null || true
     if [ -n "$WRITER_PID" ]; then
         touch "$T/writer/stop"
         kill "$WRITER_PID" 2>/dev/null || true
@@ -347,9 +350,9 @@ totals_keep() { # totals_keep NODE OP PREV_JSON: all numbers OP, stats_reset the
         bad+=" stats_reset $(q "$1" "SELECT stats_reset FROM ssl_renegotiate_totals")"
     [ -z "$bad" ] || { echo "    $1: $bad"; return 1; }
 }
-# The number of negative figures in the totals, the totals per database
-# and role and the activity rows
-negatives() { # "VIEW.COLUMN VALUE" for each
+# The negative figures of a node's totals, totals per database and role
+# and activity rows: "VIEW.COLUMN VALUE" for each
+negatives() {
     q "$1" "SELECT v || '.' || e.key, e.value FROM (
               SELECT 'totals' v, to_jsonb(t) j FROM ssl_renegotiate_totals t
               UNION ALL SELECT 'database_role_totals', to_jsonb(d) FROM ssl_renegotiate_database_role_totals d
