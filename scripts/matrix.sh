@@ -47,10 +47,12 @@ for cell in $CELLS; do
     printf '==> cell %s: scripts/test.sh (output in %s) ... ' "$cell" "$log"
     SSLR_CELLS=$cell bash "$SSLR_REPO/scripts/test.sh" >"$log" 2>&1 || true
     # test.sh's summary: the cell's line (in cell 15 the Debian package's
-    # follows it), then the total
+    # and the Patroni cluster's follow it), then the total
     line=$(grep -E '^PostgreSQL [0-9][^ ]* (\([^)]*\) )?/ OpenSSL [^:]+: ' "$log" | tail -n 1 || true)
-    package=$(grep -E '^Debian package: ' "$log" | tail -n 1 || true)
-    [ -z "$package" ] || extras+=("$package (in cell $cell)")
+    for extra in 'Debian package' 'Patroni cluster'; do
+        package=$(grep -E "^$extra: " "$log" | tail -n 1 || true)
+        [ -z "$package" ] || extras+=("$package (in cell $cell)")
+    done
     total=$(tail -n 1 "$log")
     echo "$((SECONDS - start)) s: $line"
     if [[ "$total" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then

@@ -13,13 +13,21 @@
 #             exporter and promtool, t/051's pgbouncer; daemon, which the
 #             exporter's init script runs it with where systemd does not
 #             run (scripts/leave_alone_test.sh starts that service);
+#             scripts/patroni_test.sh's cluster: Patroni, etcd and the
+#             Python modules of Patroni and of the test's writer
+#             (SSLR_PATRONI_PACKAGES);
 #   valgrind  scripts/memcheck.sh, bench/instructions.sh;
 #   bench     bench/*.sh: the test packages, gnuplot, valgrind.
 SSLR_BUILD_PACKAGES="postgresql-15 postgresql-server-dev-15 libssl-dev libkrb5-dev
 make gcc openssl perl procps iproute2"
+# Debian 12's patroni 3.0.2 (its DCS client python3-etcd comes with it)
+# and etcd-server 3.4; python3-psycopg2 and python3-yaml are Patroni's, and
+# the test's writer and query reader use them too
+SSLR_PATRONI_PACKAGES="patroni etcd-server python3-psycopg2 python3-yaml"
 SSLR_TEST_PACKAGES="libipc-run-perl cppcheck clang-tidy
 default-jre-headless default-jdk-headless libpostgresql-jdbc-java
-pgbouncer prometheus prometheus-postgres-exporter daemon"
+pgbouncer prometheus prometheus-postgres-exporter daemon
+$SSLR_PATRONI_PACKAGES"
 SSLR_VALGRIND_PACKAGES="valgrind"
 SSLR_BENCH_PACKAGES="$SSLR_TEST_PACKAGES gnuplot-nox valgrind"
 

@@ -39,9 +39,13 @@
 # as they were; its line is "Machine left alone: N passed, N failed".
 # Then, if the cell 15 is among them, scripts/package_test.sh: the Debian
 # package built, linted, installed and tested on its installed files; its
-# line is "Debian package: N passed, N failed".  Then every shell example
-# of README.md and docs/ must have run and passed (scripts/doc_examples.pl
-# check): "Documentation examples: N passed, N failed".
+# line is "Debian package: N passed, N failed"; then scripts/patroni_test.sh
+# on Debian's 15 with the extension the package installed: three nodes
+# under Patroni and etcd through the SIGKILL of their leader, in its own
+# work directory (patroni); its line is "Patroni cluster: N passed, N
+# failed".  Last, every shell example of README.md and docs/ must have run
+# and passed (scripts/doc_examples.pl check): "Documentation examples: N
+# passed, N failed".
 # Once the first cell is set up, the PostgreSQL builds of the later cells
 # run ahead in the background, at the lowest priority (SSLR_NO_PREBUILD=1:
 # each in its turn only).  A cell that cannot be built or set up counts as
@@ -173,9 +177,10 @@ count_results() {
              sed -E 's/^All ([0-9]+) .*/All \1 x/
                      s/^([0-9]+) of ([0-9]+) tests (passed|failed)(, ([0-9]+) of these.*)?$/\1 \2 \3 \5/')
     # scripts/package_test.sh's own checks (building, lintian, installing,
-    # the files on disk) and scripts/leave_alone_test.sh's, one line each
-    passed=$((passed + $(grep -Ec '^(package|machine) check ok: |^documentation example ok: ' "$LOG" || true)))
-    failed=$((failed + $(grep -Ec '^(package|machine) check FAILED: |^documentation example FAILED' "$LOG" || true)))
+    # the files on disk), scripts/leave_alone_test.sh's,
+    # scripts/patroni_test.sh's and scripts/doc_examples.pl check's, one line each
+    passed=$((passed + $(grep -Ec '^(package|machine|patroni) check ok: |^documentation example ok: ' "$LOG" || true)))
+    failed=$((failed + $(grep -Ec '^(package|machine|patroni) check FAILED: |^documentation example FAILED' "$LOG" || true)))
     # prove: its "Test Summary Report" lists a file that failed -- and also one
     # that only had a TODO test pass, which is no failure.  One line per file that
     # failed: "NAME FAILED_ASSERTIONS", where a file that died, had a bad plan or
@@ -383,6 +388,17 @@ if [[ " $CELLS " == *" 15 "* ]]; then
     package_start=$SECONDS
     run_counted "Debian package" bash "$SSLR_REPO/scripts/package_test.sh"
     timings+=("time: Debian package: $(minutes $((SECONDS - package_start)))")
+
+    # A Patroni cluster of Debian's 15, with the extension just installed
+    # (scripts/patroni_test.sh), its ports reserved beside the TAP tests'
+    echo
+    echo "=============== Patroni cluster ==============="
+    export SSLR_PATRONI_WORKDIR=$RUN_DIR/patroni
+    WORKDIR=$SSLR_PATRONI_WORKDIR    # its logs, kept if it failed
+    patroni_start=$SECONDS
+    run_counted "Patroni cluster" env PG_TEST_PORT_DIR="$PORT_DIR" \
+        bash "$SSLR_REPO/scripts/patroni_test.sh" /usr/lib/postgresql/15/bin
+    timings+=("time: Patroni cluster: $(minutes $((SECONDS - patroni_start)))")
 fi
 
 # Every shell example of README.md and docs/ ran, and passed: the demo
@@ -391,7 +407,8 @@ fi
 if [[ " $CELLS " == *" 15 "* ]]; then
     echo
     echo "=============== Documentation examples ==============="
-    WORKDIR=$RUN_DIR
+    WORKDIR=$RUN_DIR/doc-examples    # no logs of its own
+    mkdir -p "$WORKDIR"
     run_counted "Documentation examples" perl "$SSLR_REPO/scripts/doc_examples.pl" check "$SSLR_DOC_EXAMPLES_LOG"
 fi
 
