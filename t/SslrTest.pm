@@ -58,6 +58,8 @@ our @EXPORT = qw(
   kernel_counts
   kernel_tls_counts
   wait_idle
+  settled_tls_row
+  check_walsender_rotation
   bg_query
   query_row_hash
   activity_row
@@ -540,6 +542,68 @@ sub wait_idle
 		usleep(50_000);
 	}
 	return 0;
+}
+
+=pod
+
+=item settled_tls_row($node, $pid)
+
+Waits until backend C<$pid> is idle with a quiet socket (wait_idle), then
+returns its activity row and kernel_tls_counts() for its socket:
+C<($row, $received, $sent)>, what the row's C<bytes_received> and
+C<bytes_sent> must equal for a connection made with tls_connstr().  An
+empty list when the backend did not settle.
+
+=cut
+
+sub settled_tls_row
+{
+	my ($node, $pid) = @_;
+	return () unless wait_idle($node, $pid);
+	my @k = kernel_tls_counts($node, $pid);
+	return (activity_row($node, $pid), @k);
+}
+
+=pod
+
+=item check_walsender_rotation($before, $after, $limit, $max_message, $what)
+
+Assertions on a walsender's activity rows read before and after a stream
+(deltas, since a walsender's counts include WAL segment padding and
+keepalives from before): it sent bytes, rotated its sending key between
+bytes_sent / send_key_bound($limit, $max_message) - 1 and bytes_sent /
+$limit + 1 times, no key carried more than the bound, and each key of the
+receiving direction carried at most the bound too, rotating when the
+walsender received more than that.  No rekey failure.  Returns the
+deltas (sent, rekeys_sent, received, rekeys_received).
+
+=cut
+
+sub check_walsender_rotation
+{
+	my ($r0, $r1, $limit, $max_message, $what) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $bound = send_key_bound($limit, $max_message);
+	my $sent = $r1->{bytes_sent} - $r0->{bytes_sent};
+	my $rekeys = $r1->{rekeys_sent} - $r0->{rekeys_sent};
+	my $received = $r1->{bytes_received} - $r0->{bytes_received};
+	my $rekeys_in = $r1->{rekeys_received} - $r0->{rekeys_received};
+	note "$what: sent $sent bytes with $rekeys rotations (max_sent_per_key "
+	  . "$r1->{max_sent_per_key}, bound $bound), received $received bytes "
+	  . "with $rekeys_in rotations (max_received_per_key $r1->{max_received_per_key})";
+	cmp_ok($rekeys, '>=', int($sent / $bound) - 1,
+		"$what: rekeys_sent grew by >= bytes_sent / $bound - 1");
+	cmp_ok($rekeys, '<=', int($sent / $limit) + 1,
+		"$what: rekeys_sent grew by <= bytes_sent / $limit + 1");
+	cmp_ok($r1->{max_sent_per_key}, '<=', $bound,
+		"$what: max_sent_per_key <= $bound");
+	cmp_ok($r1->{max_received_per_key}, '<=', $bound,
+		"$what: max_received_per_key <= $bound");
+	cmp_ok(($r1->{rekeys_received} + 1) * $r1->{max_received_per_key},
+		'>=', $r1->{bytes_received},
+		"$what: (rekeys_received + 1) * max_received_per_key >= bytes_received");
+	is($r1->{rekey_failures}, 0, "$what: no rekey failures");
+	return ($sent, $rekeys, $received, $rekeys_in);
 }
 
 =pod
