@@ -3,7 +3,8 @@
 #
 #  - The primary counts its walsender, which rotates its sending key as WAL
 #    streams (asserted on deltas: a walsender's counts include WAL segment
-#    padding).
+#    padding); ssl_renegotiate_rekey() on it rotates both directions (the
+#    walreceiver's libpq answers the KeyUpdate).
 #  - The standby's walreceiver is a libpq connection inside the standby: it
 #    has no row in the standby's ssl_renegotiate_activity, and its bytes are
 #    in no total of the standby.  The standby's totals grow by its own TLS
@@ -117,6 +118,9 @@ my $w1 = activity_row($primary, $walpid);
 my ($wsent) =
   check_walsender_rotation($w0, $w1, $LIMIT, $MAX_WAL_MESSAGE, 'primary walsender');
 cmp_ok($wsent, '>=', $wal, 'primary walsender: bytes_sent grew by at least the WAL');
+
+rekey_walsender($primary, $walpid, q{INSERT INTO w VALUES (0, 'nudge')},
+	'primary walsender');
 
 my $q = "SELECT count(*), sum(hashtext(i || ':' || t)::bigint) FROM w";
 is($standby->safe_psql('postgres', $q), $primary->safe_psql('postgres', $q),

@@ -60,6 +60,7 @@ our @EXPORT = qw(
   wait_idle
   settled_tls_row
   check_walsender_rotation
+  rekey_walsender
   bg_query
   query_row_hash
   activity_row
@@ -604,6 +605,51 @@ sub check_walsender_rotation
 		"$what: (rekeys_received + 1) * max_received_per_key >= bytes_received");
 	is($r1->{rekey_failures}, 0, "$what: no rekey failures");
 	return ($sent, $rekeys, $received, $rekeys_in);
+}
+
+=pod
+
+=item rekey_walsender($node, $walpid, $nudge, $what)
+
+Asks walsender C<$walpid> of C<$node> to rotate its keys in both directions
+(ssl_renegotiate_rekey), then runs C<$nudge> (SQL on C<$node> that writes
+a little WAL, so that the walsender sends and its receiver replies) every
+half second until the walsender's row shows one more rotation each way.
+Asserts that both came and that nothing failed; returns the seconds it
+took (noted, never asserted).
+
+=cut
+
+sub rekey_walsender
+{
+	my ($node, $walpid, $nudge, $what) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $r0 = activity_row($node, $walpid);
+	my $t0 = time();
+	is($node->safe_psql('postgres', "SELECT ssl_renegotiate_rekey($walpid)"),
+		't', "$what: ssl_renegotiate_rekey(walsender) accepted");
+	my $r1 = $r0;
+	while (time() - $t0 < $PostgreSQL::Test::Utils::timeout_default)
+	{
+		$node->safe_psql('postgres', $nudge);
+		usleep(500_000);
+		$r1 = activity_row($node, $walpid);
+		last
+		  if $r1->{rekeys_sent} > $r0->{rekeys_sent}
+		  && $r1->{rekeys_received} > $r0->{rekeys_received}
+		  && !$r1->{rekey_requested};
+	}
+	my $seconds = time() - $t0;
+	note "$what: rekeys sent $r0->{rekeys_sent} -> $r1->{rekeys_sent}, received "
+	  . "$r0->{rekeys_received} -> $r1->{rekeys_received}, within ${seconds}s";
+	cmp_ok($r1->{rekeys_sent}, '>', $r0->{rekeys_sent},
+		"$what: the walsender rotated its sending key");
+	cmp_ok($r1->{rekeys_received}, '>', $r0->{rekeys_received},
+		"$what: the receiver rotated its sending key (the walsender received a KeyUpdate)");
+	is($r1->{rekey_requests}, $r0->{rekey_requests} + 1, "$what: rekey_requests grew by 1");
+	ok(!$r1->{rekey_requested}, "$what: the request is carried out both ways");
+	is($r1->{rekey_failures}, 0, "$what: no rekey failures");
+	return $seconds;
 }
 
 =pod
