@@ -41,8 +41,7 @@ my $primary = new_tls_node(
 	  . "max_wal_size = 1GB\n"
 	  . "wal_keep_size = 256MB\n");
 $primary->start;
-$primary->safe_psql('postgres',
-	'CREATE EXTENSION ssl_renegotiate; CREATE TABLE w (i int, t text)');
+$primary->safe_psql('postgres', 'CREATE EXTENSION ssl_renegotiate');
 
 # The standby inherits the primary's postgresql.conf: preloaded, TLS on,
 # byte_limit = 64kB (which would rotate the walreceiver's connection too, if
@@ -55,6 +54,9 @@ my $conninfo = tls_primary_conninfo($standby, $primary,
 	sslrootcert => $primary->{_sslr_certs}{ca_crt});
 note "primary_conninfo: $conninfo";
 $standby->start;
+# a commit to replay, which the standby reports at once (the end of the
+# backup alone is reported at its next status interval, 10 s)
+$primary->safe_psql('postgres', 'CREATE TABLE w (i int, t text)');
 $primary->wait_for_catchup('standby', 'replay', $primary->lsn('insert'));
 
 my $walpid = $primary->safe_psql('postgres',
