@@ -13,8 +13,9 @@
 #  - ssl_renegotiate_reset() on the standby zeroes the standby's totals only
 #    (shared memory of that server; nothing goes through WAL), and so does
 #    ssl_renegotiate_reset_database_role_totals().
-#  - After promotion, the former standby keeps its totals and its sessions'
-#    rows (promotion restarts no process that holds them).
+#  - A clean restart of the standby keeps its totals; after promotion, the
+#    former standby keeps its totals and its sessions' rows (promotion
+#    restarts no process that holds them).
 #
 # Run as the OS user owning the tree (see t/000_harness.pl).
 
@@ -202,21 +203,44 @@ $primary->safe_psql('postgres',
 $primary->wait_for_catchup('standby', 'replay', $primary->lsn('insert'));
 standby_totals_are_clients('after more WAL', $c2);
 
-# ---------------------------------------------------------------------
-# Promotion: the totals and the client's row stay
-# ---------------------------------------------------------------------
-unlike(slurp_file($primary->logfile), $bad_log_re, 'primary log: before promotion, no SSL or connection errors');
-unlike(slurp_file($standby->logfile), $bad_log_re, 'standby log: before promotion, no SSL or connection errors');
+unlike(slurp_file($primary->logfile), $bad_log_re, 'primary log: no SSL or connection errors');
+unlike(slurp_file($standby->logfile), $bad_log_re, 'standby log: no SSL or connection errors');
 
+# ---------------------------------------------------------------------
+# A clean restart of the standby keeps its totals (the postmaster writes
+# them at a shutdown in recovery too); the walreceiver's new connection is
+# not counted either.
+# ---------------------------------------------------------------------
+$client->quit;
+$standby->poll_query_until('postgres',
+	'SELECT count(*) = 0 FROM ssl_renegotiate_activity')
+  or die 'the standby client did not exit';
+my $t6 = totals_row($standby);
+$standby->restart;
+$primary->safe_psql('postgres', q{INSERT INTO w VALUES (0, 'after restart')});
+$primary->wait_for_catchup('standby', 'replay', $primary->lsn('insert'));
+my $t7 = totals_row($standby);
+is(join('/', @$t7{qw(stats_reset connections bytes_sent bytes_received)}),
+	join('/', @$t6{qw(stats_reset connections bytes_sent bytes_received)}),
+	'standby restarted: totals kept as they were (stats_reset, connections, bytes)');
+is($standby->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity'),
+	'0', 'standby restarted and streaming: no activity row');
+
+# ---------------------------------------------------------------------
+# Promotion: the totals and a client's row stay
+# ---------------------------------------------------------------------
+$client = background_tls_psql($standby, tls_connstr($standby));
+$client_pid = $client->query_safe('SELECT pg_backend_pid()');
+my $restarted = { map { $_ => -$t7->{$_} } qw(bytes_sent bytes_received) };
+my ($c8) = standby_totals_are_clients('a new client after the restart', $restarted);
 $standby->promote;
 is($standby->safe_psql('postgres', 'SELECT pg_is_in_recovery()'), 'f', 'standby promoted');
-my ($c5, $t5) = standby_totals_are_clients('after promotion', $c2);
-is($t5->{stats_reset}, $t4->{stats_reset}, 'after promotion: the same stats_reset');
-is($c5->{bytes_sent}, $c4->{bytes_sent}, 'after promotion: the client row as before');
+my ($c9, $t9) = standby_totals_are_clients('after promotion', $restarted);
+is($t9->{stats_reset}, $t7->{stats_reset}, 'after promotion: the same stats_reset');
+is($c9->{bytes_sent}, $c8->{bytes_sent}, 'after promotion: the client row as before');
 is($client->query_safe('SELECT pg_is_in_recovery()'), 'f',
 	'after promotion: the client session goes on');
 $client->quit;
-
 
 $standby->stop;
 $primary->stop;
