@@ -59,6 +59,7 @@ our @EXPORT = qw(
   kernel_tls_counts
   wait_idle
   settled_tls_row
+  kernel_exact_row
   check_walsender_rotation
   rekey_walsender
   bg_query
@@ -563,6 +564,30 @@ sub settled_tls_row
 	return () unless wait_idle($node, $pid);
 	my @k = kernel_tls_counts($node, $pid);
 	return (activity_row($node, $pid), @k);
+}
+
+=pod
+
+=item kernel_exact_row($node, $pid, $what)
+
+settled_tls_row() as assertions: backend C<$pid> has a row, and its
+bytes_received and bytes_sent equal the kernel's counts for its socket
+(less the SSLRequest exchange).  Returns the row (an empty hashref if
+there is none).
+
+=cut
+
+sub kernel_exact_row
+{
+	my ($node, $pid, $what) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my ($row, $krcv, $ksent) = settled_tls_row($node, $pid);
+	ok(defined $row, "$what: backend $pid has a row");
+	$row //= {};
+	is($row->{bytes_received}, $krcv,
+		"$what: bytes_received == kernel bytes_received - 8");
+	is($row->{bytes_sent}, $ksent, "$what: bytes_sent == kernel bytes_acked - 1");
+	return $row;
 }
 
 =pod
