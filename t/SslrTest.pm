@@ -58,6 +58,10 @@ our @EXPORT = qw(
   kernel_counts
   kernel_tls_counts
   wait_idle
+  settled_tls_row
+  kernel_exact_row
+  check_walsender_rotation
+  rekey_walsender
   bg_query
   query_row_hash
   activity_row
@@ -540,6 +544,137 @@ sub wait_idle
 		usleep(50_000);
 	}
 	return 0;
+}
+
+=pod
+
+=item settled_tls_row($node, $pid)
+
+Waits until backend C<$pid> is idle with a quiet socket (wait_idle), then
+returns its activity row and kernel_tls_counts() for its socket:
+C<($row, $received, $sent)>, what the row's C<bytes_received> and
+C<bytes_sent> must equal for a connection made with tls_connstr().  An
+empty list when the backend did not settle.
+
+=cut
+
+sub settled_tls_row
+{
+	my ($node, $pid) = @_;
+	return () unless wait_idle($node, $pid);
+	my @k = kernel_tls_counts($node, $pid);
+	return (activity_row($node, $pid), @k);
+}
+
+=pod
+
+=item kernel_exact_row($node, $pid, $what)
+
+settled_tls_row() as assertions: backend C<$pid> has a row, and its
+bytes_received and bytes_sent equal the kernel's counts for its socket
+(less the SSLRequest exchange).  Returns the row (an empty hashref if
+there is none).
+
+=cut
+
+sub kernel_exact_row
+{
+	my ($node, $pid, $what) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my ($row, $krcv, $ksent) = settled_tls_row($node, $pid);
+	ok(defined $row, "$what: backend $pid has a row");
+	$row //= {};
+	is($row->{bytes_received}, $krcv,
+		"$what: bytes_received == kernel bytes_received - 8");
+	is($row->{bytes_sent}, $ksent, "$what: bytes_sent == kernel bytes_acked - 1");
+	return $row;
+}
+
+=pod
+
+=item check_walsender_rotation($before, $after, $limit, $max_message, $what)
+
+Assertions on a walsender's activity rows read before and after a stream
+(deltas, since a walsender's counts include WAL segment padding and
+keepalives from before): it sent bytes, rotated its sending key between
+bytes_sent / send_key_bound($limit, $max_message) - 1 and bytes_sent /
+$limit + 1 times, no key carried more than the bound, and each key of the
+receiving direction carried at most the bound too, rotating when the
+walsender received more than that.  No rekey failure.  Returns the
+deltas (sent, rekeys_sent, received, rekeys_received).
+
+=cut
+
+sub check_walsender_rotation
+{
+	my ($r0, $r1, $limit, $max_message, $what) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $bound = send_key_bound($limit, $max_message);
+	my $sent = $r1->{bytes_sent} - $r0->{bytes_sent};
+	my $rekeys = $r1->{rekeys_sent} - $r0->{rekeys_sent};
+	my $received = $r1->{bytes_received} - $r0->{bytes_received};
+	my $rekeys_in = $r1->{rekeys_received} - $r0->{rekeys_received};
+	note "$what: sent $sent bytes with $rekeys rotations (max_sent_per_key "
+	  . "$r1->{max_sent_per_key}, bound $bound), received $received bytes "
+	  . "with $rekeys_in rotations (max_received_per_key $r1->{max_received_per_key})";
+	cmp_ok($rekeys, '>=', int($sent / $bound) - 1,
+		"$what: rekeys_sent grew by >= bytes_sent / $bound - 1");
+	cmp_ok($rekeys, '<=', int($sent / $limit) + 1,
+		"$what: rekeys_sent grew by <= bytes_sent / $limit + 1");
+	cmp_ok($r1->{max_sent_per_key}, '<=', $bound,
+		"$what: max_sent_per_key <= $bound");
+	cmp_ok($r1->{max_received_per_key}, '<=', $bound,
+		"$what: max_received_per_key <= $bound");
+	cmp_ok(($r1->{rekeys_received} + 1) * $r1->{max_received_per_key},
+		'>=', $r1->{bytes_received},
+		"$what: (rekeys_received + 1) * max_received_per_key >= bytes_received");
+	is($r1->{rekey_failures}, 0, "$what: no rekey failures");
+	return ($sent, $rekeys, $received, $rekeys_in);
+}
+
+=pod
+
+=item rekey_walsender($node, $walpid, $nudge, $what)
+
+Asks walsender C<$walpid> of C<$node> to rotate its keys in both directions
+(ssl_renegotiate_rekey), then runs C<$nudge> (SQL on C<$node> that writes
+a little WAL, so that the walsender sends and its receiver replies) every
+half second until the walsender's row shows one more rotation each way.
+Asserts that both came and that nothing failed; returns the seconds it
+took (noted, never asserted).
+
+=cut
+
+sub rekey_walsender
+{
+	my ($node, $walpid, $nudge, $what) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $r0 = activity_row($node, $walpid);
+	my $t0 = time();
+	is($node->safe_psql('postgres', "SELECT ssl_renegotiate_rekey($walpid)"),
+		't', "$what: ssl_renegotiate_rekey(walsender) accepted");
+	my $r1 = $r0;
+	while (time() - $t0 < $PostgreSQL::Test::Utils::timeout_default)
+	{
+		$node->safe_psql('postgres', $nudge);
+		usleep(500_000);
+		$r1 = activity_row($node, $walpid);
+		last
+		  if $r1->{rekeys_sent} > $r0->{rekeys_sent}
+		  && $r1->{rekeys_received} > $r0->{rekeys_received}
+		  && !$r1->{rekey_requested};
+	}
+	my $seconds = time() - $t0;
+	note "$what: rekeys sent $r0->{rekeys_sent} -> $r1->{rekeys_sent}, received "
+	  . "$r0->{rekeys_received} -> $r1->{rekeys_received}, within ${seconds}s";
+	cmp_ok($r1->{rekeys_sent}, '>', $r0->{rekeys_sent},
+		"$what: the walsender rotated its sending key");
+	cmp_ok($r1->{rekeys_received}, '>', $r0->{rekeys_received},
+		"$what: the receiver rotated its sending key (the walsender received a KeyUpdate)");
+	is($r1->{rekey_requests}, $r0->{rekey_requests} + 1, "$what: rekey_requests grew by 1");
+	ok(!$r1->{rekey_requested}, "$what: the request is carried out both ways");
+	is($r1->{rekey_failures}, 0, "$what: no rekey failures");
+	return $seconds;
 }
 
 =pod
