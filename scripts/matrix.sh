@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # matrix.sh -- the whole test suite on every PostgreSQL x OpenSSL cell
-# (README, "Compatibility").  Run as root; takes long the first time (it
+# (docs/compatibility.md).  Run as root; takes long the first time (it
 # builds three OpenSSL series and four PostgreSQL installations into
 # /var/cache/ssl_renegotiate).
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # rooms.sh -- the rooms of the extension and the two graphs between them,
-# checked (README, "Layout").  Run by "make lint".
+# checked (docs/internals.md).  Run by "make lint".
 #
 #   scripts/rooms.sh [--src DIR] OBJECT...
 #   scripts/rooms.sh --self-test

@@ -369,7 +369,7 @@ for my $i (0, 1)
 	cmp_ok($row->{"bytes_$dir_col"}, '>', $src_size, "copy$i: more than the file's size $dir_col");
 	# (receive side: libpq answers a KeyUpdate request only when it reads,
 	# during COPY FROM only when its socket is full, so the client key
-	# changes every few MB only: README, "What clients do")
+	# changes every few MB only: docs/clients.md)
 	cmp_ok($row->{"rekeys_$dir_col"}, '>=', $i == 0 ? int($src_size / 65536 / 2) : 1,
 		"copy$i: rekeys of the $dir_col direction");
 	note "copy$i: bytes_sent=$row->{bytes_sent} bytes_received=$row->{bytes_received} "
@@ -435,7 +435,7 @@ SKIP:
 {
 	skip "424 bytes per slot (SslrSlot, its baseline and its request count) is documented for x86-64 only", 1
 	  unless $Config{archname} =~ /x86_64/;
-	is($per_slot, 424, 'x86-64: 424 bytes per backend slot, as README says');
+	is($per_slot, 424, 'x86-64: 424 bytes per backend slot, as docs/reference.md says');
 }
 cmp_ok($alloc1, '>=', $size1, 'allocated_size >= size');
 

@@ -37,7 +37,8 @@
 # (idle sessions keep what they enforce until their next command), and
 # after every session has ended.  The
 # exporter's settings collector shows the settings as
-# pg_settings_ssl_renegotiate_*.  Every SQL block of README's runbook
+# pg_settings_ssl_renegotiate_*.  Every SQL block of the runbook
+# (docs/monitoring.md)
 # runs as the exporter's role.  Then promtool lints the scraped names and
 # checks and unit-tests the alert rules.
 #
@@ -571,11 +572,12 @@ cmp_ok(
 is($m->{pg_ssl_renegotiate_connections_past_interval},
 	2, 'C fed: C and P still counted, S still not');
 
-# README's runbook: every SQL block runs, as the exporter's role; the one
-# for SslRenegotiateKeyPastInterval finds C alone
+# The runbook (docs/monitoring.md, its last section): every SQL block
+# runs, as the exporter's role; the one for SslRenegotiateKeyPastInterval
+# finds C and P
 {
-	my $readme = slurp_file(dirname(__FILE__) . '/../README.md');
-	my ($runbook) = $readme =~ /^### Runbook\n(.*?)^## /ms;
+	my $doc = slurp_file(dirname(__FILE__) . '/../docs/monitoring.md');
+	my ($runbook) = $doc =~ /^## Runbook\n(.*)\z/ms;
 	my @blocks = ($runbook // '') =~ /^```sql\n(.*?)^```/msg;
 	cmp_ok(scalar(@blocks), '>=', 8, 'runbook: an SQL block per alert');
 	for my $sql (@blocks)
