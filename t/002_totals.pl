@@ -190,10 +190,15 @@ sub check_early_exit
 		$r->{tcp_bytes_acked} - 1 - SSL_REQUEST_CLIENT_BYTES,
 		"$what: bytes_received = what the client's kernel sent, less SYN and SSLRequest"
 	);
-	is( delta($t0, $t1, 'bytes_sent'),
-		$r->{tcp_bytes_received} - 1 - SSL_REQUEST_SERVER_BYTES,
-		"$what: bytes_sent = what the client's kernel received, less FIN and the answer 'S'"
-	);
+	# The client's count holds the server's FIN (one sequence number) when
+	# the backend's exit closed the socket; when it exits with input unread
+	# the kernel resets the connection instead, and an RST takes none (seen
+	# once on 17 in a fresh root).  Either way exact to that one number.
+	my $sent    = delta($t0, $t1, 'bytes_sent');
+	my $on_wire = $r->{tcp_bytes_received} - SSL_REQUEST_SERVER_BYTES;
+	ok( $sent == $on_wire - 1 || $sent == $on_wire,
+		"$what: bytes_sent = what the client's kernel received, less the answer 'S' and the FIN if any"
+	) or diag("bytes_sent $sent, the client's kernel $r->{tcp_bytes_received}, io: $r->{io_error}");
 	cmp_ok(delta($t0, $t1, 'records_received'),
 		'>=', 2, "$what: its handshake records are counted");
 	return;
