@@ -201,11 +201,11 @@ OUT=$T/session.out
 : >"$OUT"
 run_session() { psql -X -v ON_ERROR_STOP=1 -P pager=off -d "$1" 2>&1 | tee -a "$OUT"; }
 
-# ------------------------------------------------- TLS, default limit
+# ------------------------------------------------- TLS, default byte_limit
 heading "COPY over TLS 1.3, default ssl_renegotiate.byte_limit ($(q -At -d "$UNIX_CONN" -c 'SHOW ssl_renegotiate.byte_limit')), one psql session"
 {
     echo "SELECT version AS tls_version, cipher FROM pg_stat_ssl WHERE pid = pg_backend_pid();"
-    copy_script "TLS 1.3, default limit:" "$T/t_tls.copy" t2
+    copy_script "TLS 1.3, default byte_limit:" "$T/t_tls.copy" t2
     echo "\\echo"
     echo "\\echo '--> this session''s row in ssl_renegotiate_activity:'"
     echo "\\x on"
@@ -221,7 +221,7 @@ heading "COPY over TLS 1.3, default ssl_renegotiate.byte_limit ($(q -At -d "$UNI
 printf '%s\n' "$JOIN_SQL" >"$T/join.sql"
 run_session "$(tls_conn demo-tls-default)" <"$T/tls_default.sql"
 note "copy file size: $(du -m "$T/t_tls.copy" | cut -f1) MB"
-check_same t2 "TLS 1.3, default limit"
+check_same t2 "TLS 1.3, default byte_limit"
 
 # ------------------------------------------------------- Unix socket
 heading "Same COPYs over the Unix socket (no TLS), for comparison"
@@ -246,7 +246,7 @@ note "ssl_renegotiate.byte_limit is now $(q -At -d "$UNIX_CONN" -c 'SHOW ssl_ren
 heading "COPY over TLS 1.3 with a new key every 64kB, one psql session"
 {
     echo 'SHOW ssl_renegotiate.byte_limit;'
-    copy_script "TLS 1.3, limit 64kB:" "$T/t_tls64.copy" t2
+    copy_script "TLS 1.3, byte_limit 64kB:" "$T/t_tls64.copy" t2
     echo "\\echo"
     echo "\\echo '--> rekey columns of this session (compare with the default run above):'"
     echo "\\x on"
@@ -255,7 +255,7 @@ heading "COPY over TLS 1.3 with a new key every 64kB, one psql session"
     echo "\\! psql -X -q -P pager=off -P expanded=on -d '$UNIX_CONN' -c '$TOTALS_SQL'"
 } >"$T/tls_64k.sql"
 run_session "$(tls_conn demo-tls-64kB)" <"$T/tls_64k.sql"
-check_same t2 "TLS 1.3, limit 64kB"
+check_same t2 "TLS 1.3, byte_limit 64kB"
 
 # ------------------------------------------------------------ summary
 MB=$(du -m "$T/t_tls.copy" | cut -f1)
