@@ -108,7 +108,7 @@ if [ -z "${SSLR_PATRONI_INNER:-}" ]; then
     # what the postgres part reads, as in the tree
     mkdir -p "$T/tree/scripts/patroni" "$T/tree/monitoring"
     cp "$SSLR_REPO"/scripts/{patroni_test,common,packages,make_certs}.sh "$T/tree/scripts/"
-    cp "$SSLR_REPO"/scripts/patroni/* "$T/tree/scripts/patroni/"
+    cp "$SSLR_REPO"/scripts/patroni/*.py "$SSLR_REPO"/scripts/patroni/*.in "$T/tree/scripts/patroni/"
     cp "$SSLR_REPO/monitoring/queries.yaml" "$T/tree/monitoring/"
     chown -R postgres:postgres "$T"
     port_dir=${PG_TEST_PORT_DIR:-/tmp/ssl_renegotiate-patroni-ports}

@@ -15,13 +15,14 @@
 #             at once
 #   events    connections and errors, one line each
 # and stops, closing its connection, when DIR/stop appears.
-import json
 import os
 import sys
 import time
-import urllib.request
 
 import psycopg2
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster import members  # noqa: E402
 
 directory = sys.argv[1]
 rest_ports = open(os.path.join(directory, 'rest_ports')).read().split()
@@ -41,15 +42,9 @@ def event(what):
 
 def leader_port():
     """The PostgreSQL port of the running leader, as a node's REST API says."""
-    for rest in rest_ports:
-        try:
-            with urllib.request.urlopen('http://127.0.0.1:%s/cluster' % rest, timeout=1) as r:
-                cluster = json.load(r)
-        except (OSError, ValueError):
-            continue
-        for m in cluster.get('members', []):
-            if m.get('role') == 'leader' and m.get('state') == 'running':
-                return m['port']
+    for m in members(rest_ports) or []:
+        if m.get('role') == 'leader' and m.get('state') == 'running':
+            return m['port']
     return None
 
 
