@@ -93,3 +93,18 @@ sslr_collect_results() {
 sslr_revision() {
     git -c safe.directory='*' -C "$SSLR_REPO" describe --always --dirty 2>/dev/null || echo unknown
 }
+
+# sslr_check WHAT COMMAND...: run it, print "KIND check ok: WHAT" or "KIND
+# check FAILED: WHAT" (KIND: $SSLR_CHECK_KIND) and count a failure in
+# $failures; scripts/test.sh counts those lines.  The side tests (package,
+# machine, Patroni) call it as their check.
+sslr_check() {
+    local what=$1
+    shift
+    if "$@"; then
+        echo "$SSLR_CHECK_KIND check ok: $what"
+    else
+        echo "$SSLR_CHECK_KIND check FAILED: $what"
+        failures=$((failures + 1))
+    fi
+}

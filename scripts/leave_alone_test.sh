@@ -39,16 +39,8 @@ CLUSTER_CONF=/etc/postgresql/15/main
 PIDFILE=/var/lib/postgresql/15/main/postmaster.pid
 
 failures=0
-check() { # check WHAT COMMAND...: run it, say ok or FAILED
-    local what=$1
-    shift
-    if "$@"; then
-        echo "machine check ok: $what"
-    else
-        echo "machine check FAILED: $what"
-        failures=$((failures + 1))
-    fi
-}
+SSLR_CHECK_KIND=machine
+check() { sslr_check "$@"; }
 
 # quiet: the packages are there when test.sh runs this (its setup)
 sslr_install_packages postgresql-15 "$EXPORTER" daemon 2>/dev/null

@@ -40,16 +40,8 @@ PKG_WORKDIR=${SSLR_PACKAGE_WORKDIR:-}
 MARKER=.ssl_renegotiate-package-workdir
 
 failures=0
-check() { # check WHAT COMMAND...: run it, say ok or FAILED
-    local what=$1
-    shift
-    if "$@"; then
-        echo "package check ok: $what"
-    else
-        echo "package check FAILED: $what"
-        failures=$((failures + 1))
-    fi
-}
+SSLR_CHECK_KIND=package
+check() { sslr_check "$@"; }
 # A step the later ones need: stop here if it failed.
 require() {
     check "$@"

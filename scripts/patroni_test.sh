@@ -144,16 +144,8 @@ NODES="node1 node2 node3"
 START=$SECONDS
 
 failures=0
-check() { # check WHAT COMMAND...: run it, say ok or FAILED
-    local what=$1
-    shift
-    if "$@"; then
-        echo "patroni check ok: $what"
-    else
-        echo "patroni check FAILED: $what"
-        failures=$((failures + 1))
-    fi
-}
+SSLR_CHECK_KIND=patroni
+check() { sslr_check "$@"; }
 # A step the later ones need: stop here if it failed.
 require() {
     local before=$failures
