@@ -26,7 +26,8 @@ OBJS = \
 
 EXTENSION = ssl_renegotiate
 DATA = ssl_renegotiate--1.0.sql ssl_renegotiate--1.0--1.1.sql \
-	ssl_renegotiate--1.1--1.2.sql ssl_renegotiate--1.0--1.2.sql
+	ssl_renegotiate--1.1--1.2.sql ssl_renegotiate--1.0--1.2.sql \
+	ssl_renegotiate--1.2--1.3.sql
 PGFILEDESC = "ssl_renegotiate - TLS traffic accounting and key rotation"
 
 SHLIB_LINK += -lssl -lcrypto

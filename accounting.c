@@ -3,11 +3,17 @@
  * accounting.c
  *	  Count every TLS record of this connection, in both directions.
  *
- * OpenSSL's message callback sees each record header (5 bytes: type,
- * version, length) as it is written or read, from the first byte of the
- * handshake, and each handshake message and alert.  A header means
- * 5 + length bytes on the wire, which is what the kernel counts for the
- * socket.
+ * Records are counted from OpenSSL's message callback, which sees each
+ * record header (5 bytes: type, version, length) as it is written or read,
+ * from the first byte of the handshake, and each handshake message and
+ * alert.  Bytes are counted as they cross the socket:
+ *	- sent: a header written means 5 + length bytes on their way out;
+ *	- received: what OpenSSL read from the socket, counted by a callback on
+ *	  the connection's read BIO (installed at the first record).  A header
+ *	  is seen before its body is read, and a record whose body never
+ *	  arrives (or whose header OpenSSL refuses) counts what did: never
+ *	  the length a header claims.
+ * Both are what the kernel counts for the socket.
  *
  * How the callback gets onto a connection: every SSL object OpenSSL
  * creates in this process calls the "new" function of our ex_data index
@@ -20,20 +26,20 @@
  * backend's connection (libpq connections of postgres_fdw or dblink) drop
  * the callback at their first record.
  *
- * Two callbacks: the early one adds each record to the connection's
- * buffer in shared memory too (preauth.c, through slots.c), because a
- * backend may leave before authentication by _exit(), with no chance to
- * report; only privileged readers see that buffer live.  Once the
+ * Two callbacks: the early one adds each record to the shared sum of
+ * connections before authentication too (preauth.c, through slots.c),
+ * because a backend may leave before authentication by _exit(), with no
+ * chance to report; only privileged readers see that sum.  Once the
  * connection is authenticated and has its shared slot, it switches to the
  * plain one.
  *
  * Invariants of this file:
  *	- The per-record path does no locking, no allocation, no logging and no
- *	  OpenSSL call: four additions under the slot's change count, a
- *	  comparison with the thresholds (thresholds.h), and one with the
- *	  count of operator requests (before authentication, instead, a few
- *	  atomic additions, and at the first record a compare-and-swap and
- *	  perhaps a kill(pid, 0) to claim the buffer).
+ *	  OpenSSL call: a few plain additions to this backend's own counters
+ *	  (readers take them field by field: slots.c), a comparison with the
+ *	  thresholds (thresholds.h), and one with the count of operator
+ *	  requests (before authentication, instead, atomic additions to the
+ *	  shared sum).  The read BIO's callback only adds.
  *	- Anything more (a threshold crossed, a KeyUpdate, a handshake message)
  *	  is handed to policy.c, an alert to renegotiation.c; rare by design.
  *
@@ -60,18 +66,38 @@
 
 #define SSLR_RECORD_HEADER_LEN 5
 
+/* The read BIO of this backend's connection, once its callback is on. */
+static BIO *sslr_rbio = NULL;
+static BIO_callback_fn_ex sslr_prev_bio_callback = NULL;
+
+/*
+ * Bytes read from the socket (the read BIO's callback, or its catch-up);
+ * before authentication (early) into the shared sum too.
+ */
+static inline void
+sslr_count_received_bytes(int64 bytes, bool early)
+{
+	SslrConnStats *stats = &sslr_my_slot->stats;
+
+	stats->tally.bytes[SSLR_RECEIVED] += bytes;
+	stats->bytes_under_key[SSLR_RECEIVED] += bytes;
+	if (early)
+		sslr_count_early(SSLR_RECEIVED, bytes, 0);
+}
+
+/*
+ * One record: its header was written (wire_bytes: header and body), or
+ * read (wire_bytes 0: its bytes are counted as they are read).
+ */
 static inline void
 sslr_count_record(SSL *ssl, SslrDirection dir, int64 wire_bytes)
 {
-	SslrSlot   *slot = sslr_my_slot;
-	SslrConnStats *stats = &slot->stats;
+	SslrConnStats *stats = &sslr_my_slot->stats;
 
-	SSLR_BEGIN_WRITE(slot);
 	stats->tally.bytes[dir] += wire_bytes;
 	stats->tally.records[dir]++;
 	stats->bytes_under_key[dir] += wire_bytes;
 	stats->records_under_key[dir]++;
-	SSLR_END_WRITE(slot);
 
 	/*
 	 * Only the inbound path acts here.  The send side is checked at the safe
@@ -100,10 +126,11 @@ sslr_handle_message(int write_p, int content_type, const void *buf, size_t len,
 		case SSL3_RT_HEADER:
 			if (len >= SSLR_RECORD_HEADER_LEN)
 			{
-				int64		wire_bytes = SSLR_RECORD_HEADER_LEN + ((p[3] << 8) | p[4]);
+				int64		wire_bytes = write_p ?
+					SSLR_RECORD_HEADER_LEN + ((p[3] << 8) | p[4]) : 0;
 
 				if (early)
-					sslr_count_early_record(dir, wire_bytes);
+					sslr_count_early(dir, wire_bytes, 1);
 				else if (unlikely((int64) pg_atomic_read_u64(sslr_my_requests) !=
 								  sslr_my_slot->stats.requests_seen))
 					sslr_rekey_requested(ssl);
@@ -130,6 +157,53 @@ sslr_handle_message(int write_p, int content_type, const void *buf, size_t len,
 	}
 }
 
+/*
+ * The read BIO's callbacks, before authentication and after: bytes OpenSSL
+ * read from the socket.  Each passes every call on to a callback that was
+ * there before, and never changes the result.
+ */
+static inline long
+sslr_bio_callback_common(BIO *bio, int oper, const char *argp, size_t len, int argi,
+						 long argl, int ret, size_t *processed, bool early)
+{
+	if (oper == (BIO_CB_READ | BIO_CB_RETURN) && ret > 0 && processed != NULL)
+		sslr_count_received_bytes((int64) *processed, early);
+	if (sslr_prev_bio_callback != NULL)
+		return sslr_prev_bio_callback(bio, oper, argp, len, argi, argl, ret, processed);
+	return ret;
+}
+
+static long
+sslr_bio_callback_early(BIO *bio, int oper, const char *argp, size_t len, int argi,
+						long argl, int ret, size_t *processed)
+{
+	return sslr_bio_callback_common(bio, oper, argp, len, argi, argl, ret, processed, true);
+}
+
+static long
+sslr_bio_callback(BIO *bio, int oper, const char *argp, size_t len, int argi,
+				  long argl, int ret, size_t *processed)
+{
+	return sslr_bio_callback_common(bio, oper, argp, len, argi, argl, ret, processed, false);
+}
+
+/*
+ * At the connection's first record: count from its read BIO on, with what
+ * it has read already (the first record's header).
+ */
+static void
+sslr_watch_rbio(SSL *ssl)
+{
+	BIO		   *rbio = SSL_get_rbio(ssl);
+
+	if (rbio == NULL)
+		return;
+	sslr_rbio = rbio;
+	sslr_prev_bio_callback = BIO_get_callback_ex(rbio);
+	BIO_set_callback_ex(rbio, sslr_bio_callback_early);
+	sslr_count_received_bytes((int64) BIO_number_read(rbio), true);
+}
+
 /* Before authentication: see the file header. */
 static void
 sslr_msg_callback_early(int write_p, int version pg_attribute_unused(),
@@ -142,6 +216,8 @@ sslr_msg_callback_early(int write_p, int version pg_attribute_unused(),
 		SSL_set_msg_callback(ssl, NULL);
 		return;
 	}
+	if (unlikely(sslr_rbio == NULL))
+		sslr_watch_rbio(ssl);
 	sslr_handle_message(write_p, content_type, buf, len, ssl, true);
 }
 
@@ -186,4 +262,6 @@ void
 sslr_accounting_attached(SSL *ssl)
 {
 	SSL_set_msg_callback(ssl, sslr_msg_callback);
+	if (sslr_rbio != NULL && sslr_rbio == SSL_get_rbio(ssl))
+		BIO_set_callback_ex(sslr_rbio, sslr_bio_callback);
 }

@@ -25,35 +25,13 @@
 #endif
 
 /*
- * Postmaster children that can live at once, each with its MyPMChildSlot
- * (1 .. this), numbered before any TLS handshake: one buffer of counts
- * before authentication each (preauth.c).  From 18 on the postmaster
- * numbers the slots before shared memory is sized, and outside a
- * postmaster (single-user mode) asking is an error; before 18 the count
- * comes from settings.  Either way a single-user backend has no use for
- * them.
+ * Readers take the counters a backend adds to on every TLS record one
+ * 8-byte field at a time, without waiting for it (slots.c): each field must
+ * be read and written whole.
  */
-#include "postmaster/postmaster.h"
-#define SSLR_POSTMASTER_CHILD_SLOTS() \
-	(IsPostmasterEnvironment ? MaxLivePostmasterChildren() : 0)
-
-/*
- * A "dead-end" backend: one the postmaster started only to refuse the
- * connection (too many clients, shutting down).  It never authenticates,
- * and it has no child slot of its own: from 18 on its MyPMChildSlot is 0,
- * before 18 it inherits the postmaster's last one, which another child
- * owns.  15 and 16 say so in the Port; 17 keeps it in a local variable of
- * BackendInitialize, so there preauth.c finds that buffer owned by a live
- * process (or, if it was free, the child slot's next owner does) and takes
- * a free one.
- */
-#if PG_VERSION_NUM >= 180000
-#define SSLR_DEAD_END_BACKEND() (MyBackendType == B_DEAD_END_BACKEND)
-#elif PG_VERSION_NUM >= 170000
-#define SSLR_DEAD_END_BACKEND() false
-#else
-#define SSLR_DEAD_END_BACKEND() \
-	(MyProcPort != NULL && MyProcPort->canAcceptConnections != CAC_OK)
+#include "port/atomics.h"
+#ifndef PG_HAVE_8BYTE_SINGLE_COPY_ATOMICITY
+#error "ssl_renegotiate requires a platform that reads and writes 8-byte integers whole"
 #endif
 
 /*
@@ -71,6 +49,12 @@
 #if OPENSSL_VERSION_NUMBER < 0x10101000L
 #error "ssl_renegotiate requires OpenSSL 1.1.1 or later"
 #endif
+
+/*
+ * The bytes read from the socket are counted as OpenSSL reads them, by a
+ * callback on the connection's read BIO (accounting.c): BIO_set_callback_ex
+ * is OpenSSL 1.1.1's, which the check above requires already.
+ */
 
 /* The peer's certificate, with a reference the caller must free. */
 #if OPENSSL_VERSION_NUMBER >= 0x30000000L

@@ -1,9 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * preauth.h
- *	  A connection's counts before authentication: kept where only
- *	  privileged readers see them until the connection authenticates or
- *	  ends.
+ *	  Counts of connections before authentication: one shared sum, which
+ *	  only privileged readers see.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -24,17 +23,14 @@ extern void sslr_preauth_shmem_startup(void);
  */
 extern void sslr_preauth_count(int field, int64 amount);
 
-/* The caller holds the extension's LWLock exclusively (totals.c). */
-extern void sslr_preauth_hand_over(const SslrTally *own, SslrTally *baseline,
-								   int64 *connection_baseline);
-extern void sslr_preauth_release_gone(void);
-extern void sslr_preauth_reset(void);
+/*
+ * The connection is authenticated: what it counted so far stays in the
+ * sum; from now on its slot counts (totals.c).  Returns whether the
+ * connection itself is in the sum (it is once anything was counted).
+ */
+extern bool sslr_preauth_end(void);
 
-/* With no lock: whether sslr_preauth_release_gone has work. */
-extern bool sslr_preauth_any_gone(void);
-
-/* Under the lock (or alone, in the postmaster): the two sums. */
-extern int64 sslr_preauth_read_released(SslrTally *tally);
-extern int64 sslr_preauth_read_pending(SslrTally *tally);
+/* The sum, with no lock; returns its connections. */
+extern int64 sslr_preauth_read(SslrTally *tally);
 
 #endif							/* SSLR_PREAUTH_H */

@@ -17,12 +17,20 @@
  * the one with the fewest TLS bytes, both ways together (an entry a reset
  * zeroed goes first).  Evictions are counted, never silent.
  *
+ * Who sees what (docs/reference.md, "Who sees what"): a row is the traffic
+ * of its role's sessions, live and exited, so a reader sees the rows of the
+ * roles whose privileges it has, and pg_read_all_stats every row.
+ *
  * Locking rules:
- *	- The table, its header and the per-slot baselines are guarded by the
- *	  extension's LWLock (sslr_slots_lock), the lock under which totals.c
- *	  folds an exiting session and frees its slot: so a reader holding it
- *	  shared sees each session exactly once, live in its slot or folded
- *	  into its entry.  Folding, eviction and reset hold it exclusively.
+ *	- The table, its header and the per-slot baselines are written under
+ *	  the extension's LWLock (sslr_slots_lock) held exclusively, the lock
+ *	  under which totals.c folds an exiting session and frees its slot,
+ *	  and every such change is a "move" (slots.c).  Folding, eviction and
+ *	  reset hold it so.
+ *	- Readers copy the table under the lock held shared (a bounded copy,
+ *	  waiting for nothing), then the live slots and their baselines with no
+ *	  lock, and copy again if a move overlapped: so they see each session
+ *	  exactly once, live in its slot or folded into its entry.
  *	- The postmaster keeps the table across a clean restart (statsfile.c)
  *	  without the lock, when no backend is left or none has started.
  *
@@ -187,54 +195,93 @@ typedef struct SslrRowIndex
 } SslrRowIndex;
 
 /*
- * The rows of the view, in *rows (palloc'd); returns their number: every
- * entry, plus the live sessions for which include(userid) says yes.  The
- * slots are copied under the lock and judged after it is released, so
- * that include may do catalog lookups.
+ * The table's entries and the live sessions, copied: see the locking
+ * rules.  Returns the number of entries in *out, followed by the live
+ * sessions (*nlive of them), both palloc'd; *table_reset is the table's.
+ */
+static int
+sslr_copy_role_totals(SslrRoleEntry **out, SslrRoleEntry **live, int *nlive,
+					  TimestampTz *table_reset)
+{
+	int			nslots = sslr_slot_count();
+	SslrSlotTally copy;
+
+	*live = palloc(sizeof(SslrRoleEntry) * nslots);
+	*out = NULL;
+	for (;;)
+	{
+		uint32		seen = sslr_moves_read_begin();
+		HASH_SEQ_STATUS scan;
+		SslrRoleEntry *entry;
+		int			nrows = 0;
+
+		if (*out != NULL)
+			pfree(*out);
+		LWLockAcquire(sslr_slots_lock(), LW_SHARED);
+		*out = palloc(sizeof(SslrRoleEntry) * (hash_get_num_entries(sslr_role_table) + nslots));
+		hash_seq_init(&scan, sslr_role_table);
+		while ((entry = hash_seq_search(&scan)) != NULL)
+			(*out)[nrows++] = *entry;
+		*table_reset = sslr_role_shared->info.stats_reset;
+		LWLockRelease(sslr_slots_lock());
+
+		*nlive = 0;
+		for (int i = 0; i < nslots; i++)
+		{
+			SslrRoleEntry *row = &(*live)[*nlive];
+
+			sslr_read_slot_tally(i, &copy);
+			if (copy.pid == 0 || !copy.identity_known)
+				continue;
+			memset(row, 0, sizeof(SslrRoleEntry));
+			row->key.dbid = copy.dbid;
+			row->key.userid = copy.userid;
+			row->connections = 1 - sslr_role_shared->baseline[i].connections;
+			row->tally = copy.tally;
+			sslr_tally_add(&row->tally, &sslr_role_shared->baseline[i].tally, -1);
+			(*nlive)++;
+		}
+		if (!sslr_moves_read_retry(seen))
+			return nrows;
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * The rows of the view, in *rows (palloc'd); returns their number: those
+ * of the roles for which include(userid) says yes, each with its exited
+ * sessions and its live ones.  include runs with no lock held, so that it
+ * may do catalog lookups.
  */
 int
 sslr_read_role_totals(SslrRoleEntry **rows, bool (*include) (Oid userid))
 {
-	int			nslots = sslr_slot_count();
-	SslrRoleEntry *live = palloc(sizeof(SslrRoleEntry) * nslots);
+	SslrRoleEntry *all;
+	SslrRoleEntry *live;
 	SslrRoleEntry *out;
-	SslrRoleEntry *entry;
-	HASH_SEQ_STATUS scan;
 	HASHCTL		ctl;
 	HTAB	   *index;
-	SslrSlot	copy;
 	TimestampTz table_reset;
+	int			nall;
+	int			nlive;
 	int			nrows = 0;
-	int			nlive = 0;
 
-	LWLockAcquire(sslr_slots_lock(), LW_SHARED);
-	out = palloc(sizeof(SslrRoleEntry) * (hash_get_num_entries(sslr_role_table) + nslots));
-	hash_seq_init(&scan, sslr_role_table);
-	while ((entry = hash_seq_search(&scan)) != NULL)
-		out[nrows++] = *entry;
-	for (int i = 0; i < nslots; i++)
-	{
-		sslr_read_slot(i, &copy);
-		if (copy.pid == 0 || !copy.identity_known)
-			continue;
-		memset(&live[nlive], 0, sizeof(SslrRoleEntry));
-		live[nlive].key.dbid = copy.dbid;
-		live[nlive].key.userid = copy.userid;
-		live[nlive].connections = 1 - sslr_role_shared->baseline[i].connections;
-		live[nlive].tally = copy.stats.tally;
-		sslr_tally_add(&live[nlive].tally, &sslr_role_shared->baseline[i].tally, -1);
-		nlive++;
-	}
-	table_reset = sslr_role_shared->info.stats_reset;
-	LWLockRelease(sslr_slots_lock());
+	nall = sslr_copy_role_totals(&all, &live, &nlive, &table_reset);
+	out = palloc(sizeof(SslrRoleEntry) * (nall + nlive + 1));
 
 	ctl.keysize = sizeof(SslrRoleKey);
 	ctl.entrysize = sizeof(SslrRowIndex);
 	ctl.hcxt = CurrentMemoryContext;
-	index = hash_create("ssl_renegotiate database role rows", nrows + nlive + 1, &ctl,
+	index = hash_create("ssl_renegotiate database role rows", nall + nlive + 1, &ctl,
 						HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	for (int i = 0; i < nrows; i++)
-		((SslrRowIndex *) hash_search(index, &out[i].key, HASH_ENTER, NULL))->row = i;
+	for (int i = 0; i < nall; i++)
+	{
+		if (!include(all[i].key.userid))
+			continue;
+		out[nrows] = all[i];
+		((SslrRowIndex *) hash_search(index, &all[i].key, HASH_ENTER, NULL))->row = nrows;
+		nrows++;
+	}
 	for (int i = 0; i < nlive; i++)
 	{
 		SslrRowIndex *at;
@@ -254,6 +301,7 @@ sslr_read_role_totals(SslrRoleEntry **rows, bool (*include) (Oid userid))
 		sslr_tally_add(&out[at->row].tally, &live[i].tally, 1);
 	}
 	hash_destroy(index);
+	pfree(all);
 	pfree(live);
 	*rows = out;
 	return nrows;
@@ -286,9 +334,10 @@ sslr_reset_role_totals(const Oid *dbid, const Oid *userid)
 	bool		all = dbid == NULL && userid == NULL;
 	HASH_SEQ_STATUS scan;
 	SslrRoleEntry *entry;
-	SslrSlot	copy;
+	SslrSlotTally copy;
 
 	LWLockAcquire(sslr_slots_lock(), LW_EXCLUSIVE);
+	sslr_moves_begin();
 	hash_seq_init(&scan, sslr_role_table);
 	while ((entry = hash_seq_search(&scan)) != NULL)
 	{
@@ -305,7 +354,7 @@ sslr_reset_role_totals(const Oid *dbid, const Oid *userid)
 	{
 		SslrRoleKey key;
 
-		sslr_read_slot(i, &copy);
+		sslr_read_slot_tally(i, &copy);
 		if (copy.pid == 0 || (!all && !copy.identity_known))
 			continue;
 		key.dbid = copy.dbid;
@@ -313,13 +362,14 @@ sslr_reset_role_totals(const Oid *dbid, const Oid *userid)
 		if (!sslr_key_matches(&key, dbid, userid))
 			continue;
 		sslr_role_shared->baseline[i].connections = 1;
-		sslr_role_shared->baseline[i].tally = copy.stats.tally;
+		sslr_role_shared->baseline[i].tally = copy.tally;
 	}
 	if (all)
 	{
 		sslr_role_shared->info.evicted = 0;
 		sslr_role_shared->info.stats_reset = now;
 	}
+	sslr_moves_end();
 	LWLockRelease(sslr_slots_lock());
 }
 

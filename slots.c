@@ -10,28 +10,35 @@
  * Where a connection's counts live:
  *	- Before authentication (the TLS handshake, the startup packet) a
  *	  backend counts into a backend-local slot *and*, with atomics, into
- *	  its buffer of preauth.c, which only privileged readers see: such a
- *	  backend may have no PGPROC (so no LWLock), and it may leave by
+ *	  the shared sum of preauth.c, which only privileged readers see: such
+ *	  a backend may have no PGPROC (so no LWLock), and it may leave by
  *	  _exit() (startup packet timeout, SIGTERM during start-up), which runs
  *	  no exit callback.
  *	- From authentication on it counts into its shared slot, which starts
- *	  with the local counts: totals.c hands the buffer over to it in the
- *	  same step, so the slot carries the handshake, visible as the session
- *	  is.
+ *	  with the local counts: totals.c makes them the slot's baseline in the
+ *	  same step, as the sum holds them already.
  *	- After the slot is freed at exit, later traffic (the closing alert) is
  *	  counted locally only.
  *
  * Locking rules:
- *	- A slot is written only by the backend that owns it, with no lock: the
- *	  owner bumps changecount before and after each write (odd means "write
- *	  in progress"), and readers copy the slot and retry until they saw the
- *	  same even changecount on both sides of the copy (sslr_read_slot).  The
- *	  owner is never blocked by a reader.
+ *	- A slot is written only by the backend that owns it, with no lock.
+ *	  The counters of its tally, which the record path adds to, are plain
+ *	  8-byte stores, and readers take them one field at a time
+ *	  (sslr_read_slot_tally): a reader never waits for the owner, even one
+ *	  stopped in the middle of a record.  Everything else the owner writes
+ *	  between two increments of changecount (odd means "write in
+ *	  progress"); readers of a whole slot (sslr_read_slot) copy it again
+ *	  until they saw the same even changecount on both sides of the copy,
+ *	  backing off, holding no lock, and can be cancelled.  Those writes are
+ *	  rare (a key change, the cipher, the limits in force).
  *	- A slot changes hands (pid set or cleared) only under the extension's
- *	  LWLock held exclusively, which totals.c takes around
- *	  sslr_take_slot and sslr_free_slot so that the totals see a
- *	  connection's counts move in one step.
- *	- The buffers of preauth.c are atomics, added to without any lock.
+ *	  LWLock held exclusively, which totals.c takes around sslr_take_slot
+ *	  and sslr_free_slot so that the totals see a connection's counts move
+ *	  in one step.  Such a change is also bracketed by the "moves" count
+ *	  (odd while in progress), with which readers of the totals check,
+ *	  without the lock, that no move overlapped their reading
+ *	  (sslr_moves_read_begin, sslr_moves_read_retry).
+ *	- The sum of preauth.c is atomics, added to without any lock.
  *	- Operator requests (ssl_renegotiate_rekey) are counted by the
  *	  requesters in an atomic beside the slot, under the lock held shared,
  *	  so that a request always reaches the backend that was asked.
@@ -62,6 +69,7 @@ typedef struct SslrEntry
 typedef struct SslrSlots
 {
 	LWLock	   *lock;
+	uint32		moves;			/* odd while slots change hands: see above */
 	SslrEntry	entries[FLEXIBLE_ARRAY_MEMBER];
 } SslrSlots;
 
@@ -140,19 +148,21 @@ sslr_tally_field(const int64 *member)
 }
 
 /*
- * One record before authentication, counted in the local slot too: into
- * this connection's buffer (preauth.c), with no lock.
+ * Bytes and records before authentication, counted in the local slot too:
+ * into the shared sum (preauth.c), with no lock.
  */
 void
-sslr_count_early_record(SslrDirection dir, int64 wire_bytes)
+sslr_count_early(SslrDirection dir, int64 wire_bytes, int64 records)
 {
-	sslr_preauth_count(sslr_tally_field(&sslr_my_slot->stats.tally.bytes[dir]), wire_bytes);
-	sslr_preauth_count(sslr_tally_field(&sslr_my_slot->stats.tally.records[dir]), 1);
+	if (wire_bytes != 0)
+		sslr_preauth_count(sslr_tally_field(&sslr_my_slot->stats.tally.bytes[dir]), wire_bytes);
+	if (records != 0)
+		sslr_preauth_count(sslr_tally_field(&sslr_my_slot->stats.tally.records[dir]), records);
 }
 
 /*
  * Add to one of this backend's tally counters (a member of
- * sslr_my_slot->stats.tally); before authentication to its buffer too.
+ * sslr_my_slot->stats.tally); before authentication to the sum too.
  */
 void
 sslr_count(int64 *counter, int64 amount)
@@ -165,6 +175,66 @@ sslr_count(int64 *counter, int64 amount)
 	SSLR_END_WRITE(slot);
 
 	sslr_preauth_count(field, amount);
+}
+
+/*
+ * A reader waiting for a writer (of a slot, or of a move) to finish: a few
+ * quick retries, then a millisecond's sleep at a time.  Holds no lock, and
+ * can be cancelled.
+ */
+static void
+sslr_back_off(int attempt)
+{
+	if (attempt < 4)
+	{
+		pg_spin_delay();
+		return;
+	}
+	CHECK_FOR_INTERRUPTS();
+	pg_usleep(1000L);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/* Writers (under the lock held exclusively): a move starts, and ends. */
+void
+sslr_moves_begin(void)
+{
+	Assert(LWLockHeldByMeInMode(sslr_slots->lock, LW_EXCLUSIVE));
+	Assert((sslr_slots->moves & 1) == 0);
+	sslr_slots->moves++;
+	pg_write_barrier();
+}
+
+void
+sslr_moves_end(void)
+{
+	pg_write_barrier();
+	sslr_slots->moves++;
+}
+
+/* Readers, with no lock: the moves count once no move is in progress. */
+uint32
+sslr_moves_read_begin(void)
+{
+	for (int attempt = 0;; attempt++)
+	{
+		uint32		seen = ((volatile SslrSlots *) sslr_slots)->moves;
+
+		if ((seen & 1) == 0)
+		{
+			pg_read_barrier();
+			return seen;
+		}
+		sslr_back_off(attempt);
+	}
+}
+
+/* Whether a move overlapped what was read since seen: then read again. */
+bool
+sslr_moves_read_retry(uint32 seen)
+{
+	pg_read_barrier();
+	return ((volatile SslrSlots *) sslr_slots)->moves != seen;
 }
 
 /* The slot this backend takes when it attaches. */
@@ -253,6 +323,7 @@ sslr_publish_userid(void)
 	SSLR_BEGIN_WRITE(slot);
 	slot->userid = MyProc->roleId;
 	slot->dbid = dbid;
+	pg_write_barrier();			/* for readers of sslr_read_slot_tally */
 	slot->identity_known = known;
 	SSLR_END_WRITE(slot);
 	return known;
@@ -339,15 +410,17 @@ sslr_publish_key_retired(SslrDirection dir, TimestampTz now)
 }
 
 /*
- * Copy a slot consistently: retry until the copy was not overlapped by a
- * write of its owner.
+ * Copy a slot consistently: again while the copy was overlapped by a write
+ * of its owner, backing off (the caller holds no lock).  The counters of
+ * the tally are taken as they are (see the file header): the record path
+ * writes them without the change count.
  */
 void
 sslr_read_slot(int index, SslrSlot *copy)
 {
 	volatile SslrSlot *slot = &sslr_slots->entries[index].slot;
 
-	for (;;)
+	for (int attempt = 0;; attempt++)
 	{
 		int			before = slot->changecount;
 		int			after;
@@ -359,8 +432,30 @@ sslr_read_slot(int index, SslrSlot *copy)
 
 		if (before == after && (before & 1) == 0)
 			break;
-		CHECK_FOR_INTERRUPTS();
+		sslr_back_off(attempt);
 	}
+}
+
+/*
+ * What the totals need of a slot, field by field, never waiting: its
+ * owner's identity (identity_known before the ids it covers: see
+ * sslr_publish_userid) and counters.  Whether the slot changed hands
+ * meanwhile is the caller's to check (sslr_moves_read_retry).
+ */
+void
+sslr_read_slot_tally(int index, SslrSlotTally *copy)
+{
+	volatile SslrSlot *slot = &sslr_slots->entries[index].slot;
+	const volatile int64 *from = (const volatile int64 *) &slot->stats.tally;
+	int64	   *to = (int64 *) &copy->tally;
+
+	copy->pid = slot->pid;
+	copy->identity_known = slot->identity_known;
+	pg_read_barrier();
+	copy->userid = slot->userid;
+	copy->dbid = slot->dbid;
+	for (int i = 0; i < (int) SSLR_TALLY_FIELDS; i++)
+		to[i] = from[i];
 }
 
 /* Requests made of the backend in slot index so far. */

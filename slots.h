@@ -56,8 +56,10 @@ typedef struct SslrLimitsInForce
 #define SSLR_CIPHER_LEN 64
 
 /*
- * One backend's slot.  Written only by its owner, between increments of
- * changecount (odd while a write is in progress); see slots.c.
+ * One backend's slot.  Written only by its owner: the counters of its
+ * tally by plain stores, one 8-byte field at a time (the record path);
+ * everything else between increments of changecount (odd while a write is
+ * in progress).  See slots.c.
  */
 typedef struct SslrSlot
 {
@@ -85,6 +87,19 @@ extern SSLR_HOT_DATA SslrSlot *sslr_my_slot;
  * it with sslr_my_slot->stats.requests_seen.
  */
 extern SSLR_HOT_DATA pg_atomic_uint64 *sslr_my_requests;
+
+/*
+ * What the totals need of a slot, read field by field without waiting
+ * (sslr_read_slot_tally): whose it is, and its counters.
+ */
+typedef struct SslrSlotTally
+{
+	int			pid;			/* 0 when the slot is free */
+	bool		identity_known;
+	Oid			userid;
+	Oid			dbid;
+	SslrTally	tally;
+} SslrSlotTally;
 
 /* Writer side of the change-count protocol. */
 #define SSLR_BEGIN_WRITE(slot) \
@@ -117,8 +132,18 @@ extern LWLock *sslr_slots_lock(void);
 extern int	sslr_slot_count(void);
 
 /* this backend's counting */
-extern void sslr_count_early_record(SslrDirection dir, int64 wire_bytes);
+extern void sslr_count_early(SslrDirection dir, int64 wire_bytes, int64 records);
 extern void sslr_count(int64 *counter, int64 amount);
+
+/*
+ * Slots changing hands, and the totals of totals.c and role_totals.c
+ * changing with them: writers hold the lock exclusively and bracket the
+ * change; readers hold no lock and read again if a change overlapped.
+ */
+extern void sslr_moves_begin(void);
+extern void sslr_moves_end(void);
+extern uint32 sslr_moves_read_begin(void);
+extern bool sslr_moves_read_retry(uint32 seen);
 
 /* taking and freeing this backend's slot (the caller holds the lock) */
 extern int	sslr_backend_slot_index(void);
@@ -135,8 +160,9 @@ extern void sslr_publish_request(int64 seen, bool pending);
 extern void sslr_publish_limits(const SslrLimitsInForce *limits);
 extern int64 sslr_publish_key_retired(SslrDirection dir, TimestampTz now);
 
-/* other backends' reads and requests */
+/* other backends' reads and requests; none waits under a lock */
 extern void sslr_read_slot(int index, SslrSlot *copy);
+extern void sslr_read_slot_tally(int index, SslrSlotTally *copy);
 extern int64 sslr_read_requests(int index);
 extern bool sslr_request_rekey(int pid);
 

@@ -7,18 +7,17 @@
  *
  * Visibility follows pg_stat_activity: every TLS backend is listed with its
  * pid, but its counters are NULL unless the caller has pg_read_all_stats or
- * the privileges of the backend's role.  The totals, and the totals per
- * database and role, follow the same rule: they add a live backend's
- * traffic only if the caller may see its row; everything else they hold
- * was folded in at a connection's end.  Connections still before
- * authentication count only for pg_read_all_stats (preauth.c; README,
+ * the privileges of the backend's role.  The same rule holds for traffic
+ * after the session: one role's is for those with its privileges, every
+ * role's summed for pg_read_all_stats (sql_totals.c; docs/reference.md,
  * "Who sees what").
  *
  * The limits in force (1.2's last columns) are what each backend published
  * in its slot, since no backend can read another's settings (key_limits.c).
  *
  * Reading other backends' state, this file takes no lock of its own:
- * slots are copied with their change-count protocol (sslr_read_slot), and
+ * slots are copied with their change-count protocol (sslr_read_slot, which
+ * backs off holding no lock), and
  * a request is counted under the extension's LWLock held shared
  * (slots.c).  This session's own slot is read as it is: only this backend
  * writes it.
@@ -90,10 +89,15 @@ sslr_require_preload(void)
 }
 
 bool
+sslr_may_see_all(void)
+{
+	return has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+}
+
+bool
 sslr_may_see(Oid userid)
 {
-	return has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS) ||
-		has_privs_of_role(GetUserId(), userid);
+	return sslr_may_see_all() || has_privs_of_role(GetUserId(), userid);
 }
 
 double

@@ -14,8 +14,11 @@
 /* ERROR unless loaded by shared_preload_libraries */
 extern void sslr_require_preload(void);
 
-/* May the caller see the counters of this role's backends? */
+/* May the caller see the traffic of this role's sessions? */
 extern bool sslr_may_see(Oid userid);
+
+/* May the caller see every role's traffic (pg_read_all_stats)? */
+extern bool sslr_may_see_all(void);
 
 extern double sslr_us_to_ms(int64 us);
 

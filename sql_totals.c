@@ -4,10 +4,14 @@
  *	  SQL-callable functions of the totals: the cluster's, those per
  *	  database and role, and their resets.
  *
- * Visibility is sql_api.c's rule (sslr_may_see): a live backend's traffic
- * counts only for callers who may see its row; what exited sessions
- * left is everyone's (README, "Who sees what").  Reading and resetting
- * take the extension's LWLock (totals.c, role_totals.c).
+ * Visibility is sql_api.c's rule: other roles' traffic, live or exited,
+ * one session or summed, is for pg_read_all_stats only
+ * (docs/reference.md, "Who sees what").  So the cluster totals, which sum
+ * every role's sessions and those that never authenticated, show their
+ * counters to pg_read_all_stats only (NULL to anyone else), and the rows
+ * per database and role are those of the roles whose privileges the
+ * caller has (sslr_may_see).  Reading takes no lock that a login or an
+ * exit needs (totals.c, role_totals.c).
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -69,8 +73,14 @@ ssl_renegotiate_totals_1_0(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
-	sslr_read_totals(&totals, sslr_may_see);
+	sslr_read_totals(&totals);
 	sslr_put_totals(values, totals.connections, &totals.tally, totals.stats_reset);
+	if (!sslr_may_see_all())
+	{
+		/* every counter NULL: only the time of the last reset is shown */
+		for (int c = 0; c < SSLR_TOTALS_COLS - 1; c++)
+			nulls[c] = true;
+	}
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -83,7 +93,7 @@ ssl_renegotiate_reset_1_0(PG_FUNCTION_ARGS pg_attribute_unused())
 	PG_RETURN_VOID();
 }
 
-/* One row per (database, role); live sessions for those who may see them. */
+/* One row per (database, role), for those who may see that role's. */
 Datum
 ssl_renegotiate_database_role_totals_1_2(PG_FUNCTION_ARGS)
 {

@@ -4,37 +4,36 @@
  *	  Cluster-wide totals: what every TLS connection since the last reset
  *	  has counted, live or gone.
  *
- * The totals are the sum of four parts, none of which ever decreases:
+ * The totals are the sum of three parts, none of which ever decreases:
  *	- the connections that exited: at exit each folds its slot into the
  *	  totals here, less its baseline;
- *	- the released sums (preauth.c): connections that ended before
- *	  authentication;
- *	- each live slot, less its baseline: the part of its counts that a
- *	  reset zeroed (or, rarely, that the released sums hold already);
- *	- the buffers of connections not yet authenticated (preauth.c), less
- *	  their reset baselines.
+ *	- the sum of connections before authentication (preauth.c): their
+ *	  handshakes and startup packets, those that never authenticated
+ *	  included;
+ *	- each live slot, less its baseline: the part of its counts that the
+ *	  sum of preauth.c holds already (its handshake), or that a reset
+ *	  zeroed.
  * So every byte is counted exactly once.  A connection counts once too:
- * in its buffer, then its slot (a baseline of 1 if it connected before a
- * reset), then at its exit.
+ * in the sum at its first record (a baseline of 1 in its slot), or, after
+ * a reset, at its exit.  A reset takes what the sum holds then out of the
+ * totals, and makes each live slot's counts its baseline.
  *
- * Who sees what (README, "Who sees what"): every reader gets the first two
- * parts; a live slot only if include(its role) says yes, and the buffers
- * only if include(InvalidOid) does (pg_read_all_stats: a connection has no
- * role yet).  A login's records before authentication are thus never
- * shown to another role one by one: they join its session at
- * authentication, as the buffer is handed over to the slot in the same
- * step, and everyone's totals at its end.
+ * Who sees what (docs/reference.md, "Who sees what"): the totals are other
+ * roles' traffic summed, and a sum small enough to isolate one session is
+ * that session's traffic, so only pg_read_all_stats reads them
+ * (sql_totals.c); it sees everything.
  *
  * Locking rules:
- *	- The totals and the baselines are guarded by the extension's LWLock
- *	  (sslr_slots_lock).  Attaching or detaching a slot happens under the
- *	  lock held exclusively, so a reader holding it shared sees every
- *	  connection's post-authentication counts exactly once: live in a slot
- *	  or folded into the totals.
- *	- A reset zeroes the totals less the released sums, and makes each
- *	  live slot's and each buffer's current counts its baseline.
- *	- Before reading, buffers whose owners are gone are released, under
- *	  the lock held exclusively (preauth.c).
+ *	- The totals and the baselines are written under the extension's
+ *	  LWLock (sslr_slots_lock) held exclusively, by a login taking its
+ *	  slot, an exit folding and freeing it, and a reset; each such change
+ *	  is a "move" (slots.c: sslr_moves_begin, sslr_moves_end).
+ *	- Readers take no lock: they copy the totals, the sum and every live
+ *	  slot's counters less its baseline, and copy again if a move
+ *	  overlapped (sslr_moves_read_retry); so they see each connection's
+ *	  counts exactly once, live in a slot or folded into the totals, and
+ *	  neither wait for a backend's records nor make a login or an exit
+ *	  wait.
  *
  * The postmaster keeps the totals across a clean restart (statsfile.c).
  *
@@ -103,39 +102,44 @@ sslr_totals_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
-/*
- * The totals of exited backends plus the released sums; under the lock or
- * alone.
- */
+/* The totals of exited backends plus the sum before authentication. */
 static void
-sslr_totals_with_released(SslrTotals *totals)
+sslr_totals_with_preauth(SslrTotals *totals)
 {
-	SslrTally	released;
+	SslrTally	preauth;
 
 	*totals = sslr_totals->totals;
-	totals->connections += sslr_preauth_read_released(&released);
-	sslr_tally_add(&totals->tally, &released, 1);
+	totals->connections += sslr_preauth_read(&preauth);
+	sslr_tally_add(&totals->tally, &preauth, 1);
 }
 
 /*
  * The connection is authenticated: take this backend's shared slot, with
- * what the handshake counted, and its buffer's counts with it in the same
- * step; fold it into the totals at exit.
+ * what the handshake counted, which the sum before authentication holds
+ * already (its baseline); fold it into the totals at exit.
  */
 void
 sslr_totals_attach(Port *port)
 {
 	int			index;
+	bool		in_preauth;
 
 	if (sslr_totals == NULL || !sslr_slots_ready() || sslr_slot_attached())
 		return;
 	index = sslr_backend_slot_index();
+	in_preauth = sslr_preauth_end();
 
 	LWLockAcquire(sslr_slots_lock(), LW_EXCLUSIVE);
+	sslr_moves_begin();
 	sslr_take_slot(index, port);
-	sslr_preauth_hand_over(&sslr_my_slot->stats.tally,
-						   &sslr_totals->baseline[index].tally,
-						   &sslr_totals->baseline[index].connection);
+	if (in_preauth)
+	{
+		sslr_totals->baseline[index].tally = sslr_my_slot->stats.tally;
+		sslr_totals->baseline[index].connection = 1;
+	}
+	else
+		memset(&sslr_totals->baseline[index], 0, sizeof(SslrBaseline));
+	sslr_moves_end();
 	sslr_my_index = index;
 	LWLockRelease(sslr_slots_lock());
 
@@ -156,120 +160,89 @@ sslr_totals_detach(int code pg_attribute_unused(), Datum arg pg_attribute_unused
 	baseline = &sslr_totals->baseline[sslr_my_index];
 
 	LWLockAcquire(sslr_slots_lock(), LW_EXCLUSIVE);
+	sslr_moves_begin();
 	sslr_totals->totals.connections += 1 - baseline->connection;
 	sslr_tally_add(&sslr_totals->totals.tally, &sslr_my_slot->stats.tally, 1);
 	sslr_tally_add(&sslr_totals->totals.tally, &baseline->tally, -1);
 	memset(baseline, 0, sizeof(*baseline));
 	sslr_role_totals_fold(sslr_my_index, &sslr_my_slot->stats.tally);
 	sslr_free_slot();
+	sslr_moves_end();
 	sslr_my_index = -1;
 	LWLockRelease(sslr_slots_lock());
 }
 
-/* What a live backend has counted since attaching (or the last reset). */
-typedef struct SslrLiveTally
-{
-	Oid			userid;
-	int64		connection;
-	SslrTally	tally;
-} SslrLiveTally;
-
 /*
- * Totals since the last reset: exited backends, connections that ended
- * before authentication, and what include says this reader may see of the
- * rest: the live backends for which include(userid) says yes, connections
- * before authentication if include(InvalidOid) does.  The slots are copied
- * under the lock and judged after it is released, so that include may do
- * catalog lookups.
+ * Totals since the last reset: exited backends, connections before
+ * authentication, and the live backends.  For privileged readers only
+ * (sql_totals.c).  Takes no lock: see the file header.
  */
 void
-sslr_read_totals(SslrTotals *totals, bool (*include) (Oid userid))
+sslr_read_totals(SslrTotals *totals)
 {
-	SslrLiveTally *live = palloc(sizeof(SslrLiveTally) * (sslr_slot_count() + 1));
-	int			nlive = 0;
-	SslrSlot	copy;
+	SslrSlotTally copy;
 
-	if (sslr_preauth_any_gone())
+	for (;;)
 	{
-		LWLockAcquire(sslr_slots_lock(), LW_EXCLUSIVE);
-		sslr_preauth_release_gone();
-		LWLockRelease(sslr_slots_lock());
-	}
+		uint32		seen = sslr_moves_read_begin();
 
-	LWLockAcquire(sslr_slots_lock(), LW_SHARED);
-	sslr_totals_with_released(totals);
-	for (int i = 0; i < sslr_slot_count(); i++)
-	{
-		sslr_read_slot(i, &copy);
-		if (copy.pid == 0)
-			continue;
-		live[nlive].userid = copy.userid;
-		live[nlive].connection = 1 - sslr_totals->baseline[i].connection;
-		live[nlive].tally = copy.stats.tally;
-		sslr_tally_add(&live[nlive].tally, &sslr_totals->baseline[i].tally, -1);
-		nlive++;
-	}
-	/* not yet authenticated: no role */
-	live[nlive].userid = InvalidOid;
-	live[nlive].connection = sslr_preauth_read_pending(&live[nlive].tally);
-	nlive++;
-	LWLockRelease(sslr_slots_lock());
-
-	for (int i = 0; i < nlive; i++)
-		if (include(live[i].userid))
+		sslr_totals_with_preauth(totals);
+		for (int i = 0; i < sslr_slot_count(); i++)
 		{
-			totals->connections += live[i].connection;
-			sslr_tally_add(&totals->tally, &live[i].tally, 1);
+			sslr_read_slot_tally(i, &copy);
+			if (copy.pid == 0)
+				continue;
+			totals->connections += 1 - sslr_totals->baseline[i].connection;
+			sslr_tally_add(&totals->tally, &copy.tally, 1);
+			sslr_tally_add(&totals->tally, &sslr_totals->baseline[i].tally, -1);
 		}
-	pfree(live);
+		if (!sslr_moves_read_retry(seen))
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
 }
 
 /*
  * Zero the totals.  Live backends keep their own counters (only they may
- * write them), so their current counts become their baselines, and so do
- * the buffers' (preauth.c); the released sums become a negative part of
- * the totals.
+ * write them), so their current counts become their baselines; what the
+ * sum before authentication holds becomes a negative part of the totals.
  */
 void
 sslr_reset_totals(void)
 {
-	SslrSlot	copy;
-	SslrTally	released;
+	SslrSlotTally copy;
+	SslrTally	preauth;
 	SslrTotals *totals = &sslr_totals->totals;
 
 	LWLockAcquire(sslr_slots_lock(), LW_EXCLUSIVE);
+	sslr_moves_begin();
 	memset(totals, 0, sizeof(SslrTotals));
-	totals->connections -= sslr_preauth_read_released(&released);
-	sslr_tally_add(&totals->tally, &released, -1);
-	sslr_preauth_reset();
+	totals->connections -= sslr_preauth_read(&preauth);
+	sslr_tally_add(&totals->tally, &preauth, -1);
 	for (int i = 0; i < sslr_slot_count(); i++)
 	{
-		sslr_read_slot(i, &copy);
+		sslr_read_slot_tally(i, &copy);
 		if (copy.pid == 0)
 			continue;
-		sslr_totals->baseline[i].tally = copy.stats.tally;
+		sslr_totals->baseline[i].tally = copy.tally;
 		sslr_totals->baseline[i].connection = 1;
 	}
 	totals->stats_reset = GetCurrentTimestamp();
+	sslr_moves_end();
 	LWLockRelease(sslr_slots_lock());
 }
 
 /*
  * At postmaster exit, when no backend is left (so without the lock, which
- * the postmaster may not take): the totals to keep, with every buffer's
- * counts, as their owners are gone.  Returns false if there is no shared
- * memory.
+ * the postmaster may not take): the totals to keep.  Returns false if
+ * there is no shared memory.
  */
 bool
 sslr_totals_to_keep(SslrTotals *totals)
 {
-	SslrTally	pending;
-
 	if (sslr_totals == NULL || !sslr_slots_ready())
 		return false;
-	sslr_totals_with_released(totals);
-	totals->connections += sslr_preauth_read_pending(&pending);
-	sslr_tally_add(&totals->tally, &pending, 1);
+	sslr_totals_with_preauth(totals);
 	return true;
 }
 

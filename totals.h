@@ -27,8 +27,8 @@ typedef struct SslrTotals
 extern void sslr_totals_shmem_request(void);
 extern void sslr_totals_shmem_startup(void);
 extern void sslr_totals_attach(Port *port);
-/* include(InvalidOid): may this reader see connections with no role yet? */
-extern void sslr_read_totals(SslrTotals *totals, bool (*include) (Oid userid));
+/* for privileged readers only: see totals.c */
+extern void sslr_read_totals(SslrTotals *totals);
 extern void sslr_reset_totals(void);
 
 /* for the statistics file, in the postmaster */

@@ -16,13 +16,15 @@
 #   - the includes form a cycle, or the calls do;
 #   - a C file calls a function, or uses data, of another room without
 #     including that room's header itself (so its #include lines are its
-#     list of dependencies);
-#   - a C file has more than SSLR_ROOM_MAX_LINES lines (450).
+#     list of dependencies).
+# A C file of more than SSLR_ROOM_WARN_LINES lines (800) gets a warning:
+# a file is as long as its one responsibility needs, and a long one is a
+# prompt to look at its cohesion, not a reason to split it.
 # --self-test plants each kind of breakage in a small tree of its own and
 # checks that it is caught.
 set -euo pipefail
 
-MAX_LINES=${SSLR_ROOM_MAX_LINES:-450}
+WARN_LINES=${SSLR_ROOM_WARN_LINES:-800}
 SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
 
 usage() { echo "usage: $0 [--src DIR] OBJECT... | --self-test" >&2; exit 2; }
@@ -223,9 +225,8 @@ done <<<"$refs"
 for o in "$@"; do
     c=$SRC/$(room_of "$o").c
     n=$(wc -l <"$c")
-    if [ "$n" -gt "$MAX_LINES" ]; then
-        echo "rooms.sh: $(room_of "$o").c has $n lines, more than $MAX_LINES" >&2
-        failed=1
+    if [ "$n" -gt "$WARN_LINES" ]; then
+        echo "rooms.sh: warning: $(room_of "$o").c has $n lines, more than $WARN_LINES: is it still one responsibility?" >&2
     fi
 done
 

@@ -1,18 +1,18 @@
 --
--- Versions: 1.0 and 1.1 as released, served by this library until the
--- update; every update path to 1.2 gives exactly what a fresh CREATE
+-- Versions: 1.0, 1.1 and 1.2 as released, served by this library until
+-- the update; every update path to 1.3 gives exactly what a fresh CREATE
 -- EXTENSION gives; and the extension moves to another schema.
 --
 
--- The paths ALTER EXTENSION UPDATE may take: from 1.0 the direct script,
--- the shortest path, not 1.0 -> 1.1 -> 1.2.
+-- The paths ALTER EXTENSION UPDATE may take: from 1.0 the direct script
+-- to 1.2, the shortest path, not 1.0 -> 1.1 -> 1.2; to 1.3 through 1.2.
 SELECT source, target, path FROM pg_extension_update_paths('ssl_renegotiate')
 WHERE path IS NOT NULL ORDER BY source, target;
 
 -- Everything an installation consists of, one row per fact: its objects,
 -- the columns and definitions of its views, the attributes of its
--- functions, their privileges, and their initial privileges (what pg_dump
--- takes for the extension's own).
+-- functions, their privileges, their initial privileges (what pg_dump
+-- takes for the extension's own), and the comments of its objects.
 CREATE TEMP VIEW sslr_members AS
 SELECT classid, objid, objsubid FROM pg_depend
 WHERE refclassid = 'pg_extension'::regclass
@@ -44,9 +44,13 @@ UNION ALL
 SELECT 'initial privileges', pg_describe_object(i.classoid, i.objoid, i.objsubid),
        i.privtype::text || ' ' || i.initprivs::text
 FROM sslr_members m JOIN pg_init_privs i
-  ON i.classoid = m.classid AND i.objoid = m.objid AND i.objsubid = m.objsubid;
+  ON i.classoid = m.classid AND i.objoid = m.objid AND i.objsubid = m.objsubid
+UNION ALL
+SELECT 'comment', pg_describe_object(m.classid, m.objid, m.objsubid), d.description
+FROM sslr_members m JOIN pg_description d
+  ON d.classoid = m.classid AND d.objoid = m.objid AND d.objsubid = m.objsubid;
 
--- A fresh installation of the default version, 1.2.
+-- A fresh installation of the default version, 1.3.
 CREATE TEMP TABLE fresh_state AS SELECT * FROM sslr_state;
 SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate';
 SELECT kind, count(*) FROM fresh_state WHERE kind <> 'object' GROUP BY kind ORDER BY kind;
@@ -66,7 +70,7 @@ SELECT prosrc FROM pg_proc WHERE proname = 'ssl_renegotiate_activity';
 SELECT count(*) >= 0 AS activity_1_0_works FROM ssl_renegotiate_activity;
 SELECT count(*) AS rekey_function FROM pg_proc WHERE proname = 'ssl_renegotiate_rekey';
 
--- Path 1.0 -> 1.1 -> 1.2.  1.1, as released, served by this library.
+-- Path 1.0 -> 1.1 -> 1.2 -> 1.3.  1.1, as released, served by this library.
 ALTER EXTENSION ssl_renegotiate UPDATE TO '1.1';
 SELECT count(*) AS activity_columns FROM pg_attribute
 WHERE attrelid = 'ssl_renegotiate_activity'::regclass AND attnum > 0;
@@ -74,16 +78,28 @@ SELECT prosrc FROM pg_proc WHERE proname = 'ssl_renegotiate_activity';
 SELECT count(*) >= 0 AS activity_1_1_works FROM ssl_renegotiate_activity;
 ALTER EXTENSION ssl_renegotiate UPDATE TO '1.2';
 SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate';
+-- 1.2, as released: only the comments 1.3 adds differ
+SELECT side, kind, name FROM sslr_differences ORDER BY 1, 2, 3;
+SELECT count(*) >= 0 AS activity_1_2_works FROM ssl_renegotiate_activity;
+ALTER EXTENSION ssl_renegotiate UPDATE TO '1.3';
 SELECT * FROM sslr_differences ORDER BY 1, 2, 3;
 
--- Path 1.1 -> 1.2.
+-- Path 1.1 -> 1.2 -> 1.3.
 DROP EXTENSION ssl_renegotiate;
 CREATE EXTENSION ssl_renegotiate VERSION '1.1';
-ALTER EXTENSION ssl_renegotiate UPDATE TO '1.2';
+ALTER EXTENSION ssl_renegotiate UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate';
 SELECT * FROM sslr_differences ORDER BY 1, 2, 3;
 
--- Path 1.0 -> 1.2 by a plain UPDATE, with a user's view on ours: 1.0 ->
--- 1.1 would fail on it (it drops the view), the direct script keeps it.
+-- Path 1.2 -> 1.3.
+DROP EXTENSION ssl_renegotiate;
+CREATE EXTENSION ssl_renegotiate VERSION '1.2';
+ALTER EXTENSION ssl_renegotiate UPDATE;
+SELECT * FROM sslr_differences ORDER BY 1, 2, 3;
+
+-- Path 1.0 -> 1.2 -> 1.3 by a plain UPDATE, with a user's view on ours:
+-- 1.0 -> 1.1 would fail on it (it drops the view), the direct script keeps
+-- it.
 DROP EXTENSION ssl_renegotiate;
 CREATE EXTENSION ssl_renegotiate VERSION '1.0';
 CREATE VIEW regress_sslr_myview AS SELECT pid, bytes_sent FROM ssl_renegotiate_activity;
@@ -93,20 +109,24 @@ SELECT * FROM sslr_differences ORDER BY 1, 2, 3;
 SELECT count(*) >= 0 AS user_view_works FROM regress_sslr_myview;
 DROP VIEW regress_sslr_myview;
 
--- A user's object that calls the old function itself: the update goes on,
--- and keeps that function (with a WARNING that names what needs it).
+-- A user's object that calls the old function itself: the update to 1.2
+-- goes on, and keeps that function in the extension (with a WARNING that
+-- names what needs it); 1.3 hands it to the user (with a NOTICE), so that
+-- pg_dump dumps it with the view that needs it.
 DROP EXTENSION ssl_renegotiate;
 CREATE EXTENSION ssl_renegotiate VERSION '1.1';
 CREATE VIEW regress_sslr_direct AS SELECT pid FROM ssl_renegotiate_activity();
 ALTER EXTENSION ssl_renegotiate UPDATE TO '1.2';
-SELECT side, kind, name FROM sslr_differences ORDER BY 1, 2, 3;
+SELECT side, kind, name FROM sslr_differences WHERE kind = 'object' ORDER BY 1, 2, 3;
+ALTER EXTENSION ssl_renegotiate UPDATE TO '1.3';
+SELECT * FROM sslr_differences ORDER BY 1, 2, 3;
+SELECT oid::regprocedure AS users_own FROM pg_proc WHERE proname = 'ssl_renegotiate_activity'
+  AND NOT EXISTS (SELECT FROM pg_depend WHERE objid = pg_proc.oid AND deptype = 'e');
 SELECT count(*) >= 0 AS direct_view_works FROM regress_sslr_direct;
-SELECT count(*) >= 0 AS activity_1_2_works FROM ssl_renegotiate_activity;
+SELECT count(*) >= 0 AS activity_1_3_works FROM ssl_renegotiate_activity;
 -- ... until the DBA moves it to the view, and drops the old function.
 CREATE OR REPLACE VIEW regress_sslr_direct AS SELECT pid FROM ssl_renegotiate_activity;
-ALTER EXTENSION ssl_renegotiate DROP FUNCTION ssl_renegotiate_activity();
 DROP FUNCTION ssl_renegotiate_activity();
-SELECT * FROM sslr_differences ORDER BY 1, 2, 3;
 DROP VIEW regress_sslr_direct;
 
 -- An installation in another schema updates there.

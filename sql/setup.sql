@@ -16,6 +16,6 @@ FROM pg_proc
 WHERE proname LIKE 'ssl\_renegotiate\_%'
 ORDER BY proname;
 
--- Version 1.2, relocatable, and installed by a superuser only.
+-- Version 1.3, relocatable, and installed by a superuser only.
 SELECT extname, extversion, extrelocatable
 FROM pg_extension WHERE extname = 'ssl_renegotiate';

@@ -1,8 +1,8 @@
-# ALTER EXTENSION ssl_renegotiate UPDATE on every path to 1.2, with a DBA's
+# ALTER EXTENSION ssl_renegotiate UPDATE on every path to 1.3, with a DBA's
 # grants and a user's view on ours, and a TLS session open throughout.
 #
-# What this proves, for 1.0 -> 1.2 by a plain UPDATE (the direct script),
-# 1.0 -> 1.1 -> 1.2 and 1.1 -> 1.2:
+# What this proves, for 1.0 -> 1.3 by a plain UPDATE (the direct script to
+# 1.2, then 1.2 -> 1.3), 1.0 -> 1.1 -> 1.2 -> 1.3 and 1.1 -> 1.3:
 #
 #  1. A DBA's REVOKE of SELECT on both views and of EXECUTE on their
 #     functions from PUBLIC, their GRANT to a monitoring role, a grant
@@ -122,14 +122,16 @@ my $s = background_tls_psql($node, tls_connstr($node, tls => '1.3'));
 my $pid = $s->query_safe('SELECT pg_backend_pid()');
 my $last_sent = 0;
 
-# After an update to 1.2: everything the DBA did is there.
+# After an update (to 1.3, the default, unless $version says): everything
+# the DBA did is there.
 sub check_kept
 {
-	my ($path, $before) = @_;
+	my ($path, $before, $version) = @_;
+	$version //= '1.3';
 
 	is($node->safe_psql('postgres',
 			"SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate'"),
-		'1.2', "$path: at 1.2");
+		$version, "$path: at $version");
 	is(acls(), $before, "$path: relacl and proacl as before the update");
 	is($node->safe_psql('postgres', $init_privs_sql),
 		$fresh_init_privs, "$path: initial privileges as a fresh installation's");
@@ -203,7 +205,7 @@ my $before = acls();
 like($before, qr/regress_reporter=X\/regress_delegate/,
 	'1.0: the delegate granted EXECUTE with its grant option');
 $node->safe_psql('postgres', 'ALTER EXTENSION ssl_renegotiate UPDATE');
-check_kept('1.0 -> 1.2', $before);
+check_kept('1.0 -> 1.3', $before);
 
 # ---- 1.0 -> 1.1 -> 1.2: 1.0 -> 1.1 as released
 fresh_start('1.0');
@@ -238,7 +240,9 @@ RESET ROLE;
 user_view();
 $before = acls();
 $node->safe_psql('postgres', "ALTER EXTENSION ssl_renegotiate UPDATE TO '1.2'");
-check_kept('1.0 -> 1.1 -> 1.2', $before);
+check_kept('1.0 -> 1.1 -> 1.2', $before, '1.2');
+$node->safe_psql('postgres', 'ALTER EXTENSION ssl_renegotiate UPDATE');
+check_kept('1.0 -> 1.1 -> 1.2 -> 1.3', $before);
 
 # ---- 1.1 -> 1.2
 fresh_start('1.1');
@@ -248,7 +252,7 @@ is(scalar(keys %$row), 26, '1.1: the session reads its own row of 26 columns');
 dba_changes();
 $before = acls();
 $node->safe_psql('postgres', 'ALTER EXTENSION ssl_renegotiate UPDATE');
-check_kept('1.1 -> 1.2', $before);
+check_kept('1.1 -> 1.3', $before);
 
 # ssl_renegotiate_rekey still rotates the open session's keys
 is($s->query_safe("SELECT ssl_renegotiate_rekey($pid)"), 't',

@@ -49,6 +49,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(
+  backend_of_client_port
   make_certs
   new_tls_node
   tls_connstr
@@ -393,6 +394,29 @@ sub background_tls_psql
 	my @extra = ('-d', $connstr, @{ $params{extra_params} // [] });
 	return $node->background_psql('postgres', %params,
 		extra_params => \@extra);
+}
+
+=pod
+
+=item backend_of_client_port($node, $client_port)
+
+The pid of the backend whose established socket on the node's port has
+C<$client_port> at the other end (from C<ss -tnpH>), or undef.
+
+=cut
+
+sub backend_of_client_port
+{
+	my ($node, $client_port) = @_;
+	my $port = $node->port;
+	my ($out, $err) = ('', '');
+	IPC::Run::run(
+		[
+			'ss', '-tnpH', 'state', 'established',
+			"( sport = :$port and dport = :$client_port )"
+		],
+		'<', \undef, '>', \$out, '2>', \$err) or die "ss failed: $err";
+	return $out =~ /\bpid=(\d+),/ ? $1 : undef;
 }
 
 =pod

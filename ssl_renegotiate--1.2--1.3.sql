@@ -1,0 +1,42 @@
+/* ssl_renegotiate--1.2--1.3.sql */
+
+-- complain if script is sourced in psql, rather than via ALTER EXTENSION
+\echo Use "ALTER EXTENSION ssl_renegotiate UPDATE TO '1.3'" to load this file. \quit
+
+-- 1.3 changes no function's signature and no view's columns: what other
+-- roles' traffic a reader sees is decided in the library (1.3's, which
+-- serves every installed version alike), so that an installation not yet
+-- updated is as private as an updated one.  Nothing here writes a system
+-- catalog: every statement is one a user could type.
+
+-- Section: the function an update from 1.0 or 1.1 kept.
+--
+-- The update to 1.2 keeps ssl_renegotiate_activity() (no argument) when an
+-- object outside the extension calls it, with a WARNING.  As a member of
+-- the extension it is left out of pg_dump's output, and a restore, which
+-- makes a fresh installation without it, loses the user's objects that
+-- call it.  Here it leaves the extension and becomes the user's own
+-- object, dumped and restored with the objects that need it; the library
+-- keeps serving it.  A fresh installation has no such function.
+DO LANGUAGE plpgsql $$
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_depend
+               WHERE classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+                 AND objid = pg_catalog.to_regprocedure('ssl_renegotiate_activity()')
+                 AND refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+                 AND deptype = 'e') THEN
+        ALTER EXTENSION ssl_renegotiate DROP FUNCTION ssl_renegotiate_activity();
+        RAISE NOTICE 'function ssl_renegotiate_activity() is no longer part of the extension'
+            USING DETAIL = 'It was kept by an earlier update because other objects call it; pg_dump now dumps it with them.',
+                  HINT = 'Once they read the view ssl_renegotiate_activity instead, drop the function with DROP FUNCTION ssl_renegotiate_activity().';
+    END IF;
+END
+$$;
+
+-- Section: who sees what, where \dv+ shows it.
+COMMENT ON VIEW ssl_renegotiate_activity IS
+    'TLS traffic of each backend; counters of other roles'' backends only for pg_read_all_stats';
+COMMENT ON VIEW ssl_renegotiate_totals IS
+    'TLS traffic of the whole cluster since stats_reset; counters for pg_read_all_stats only';
+COMMENT ON VIEW ssl_renegotiate_database_role_totals IS
+    'TLS traffic per database and role since stats_reset; other roles'' rows only for pg_read_all_stats';
