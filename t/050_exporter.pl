@@ -39,8 +39,19 @@
 # exporter's settings collector shows the settings as
 # pg_settings_ssl_renegotiate_*.  Every SQL block of the runbook
 # (docs/monitoring.md)
-# runs as the exporter's role.  Then promtool lints the scraped names and
-# checks and unit-tests the alert rules.
+# runs as the exporter's role.  P, its COPY ended, idles and is scraped
+# twice: the bytes under keys awaiting rotation do not grow.
+#
+# Prometheus (/usr/bin/prometheus) runs too, from the start, scraping
+# every second this exporter and a second one that reads two servers (the
+# node over its socket in database postgres, and over 127.0.0.1 without
+# TLS in database noext, where the extension is not): the recording and
+# alert rules must all load and evaluate, show the traffic, and
+# SslRenegotiateMetricsMissing be active for noext's server alone; every
+# query of monitoring/grafana-dashboard.json (its variables at All) and
+# its variables' label_values must return series.  Then promtool lints
+# the scraped names and checks and unit-tests the alert and recording
+# rules.
 #
 # The exporter runs with --disable-default-metrics, --no-collector.database
 # and --no-collector.bgwriter: only our queries and pg_settings, so
@@ -263,6 +274,15 @@ for (my $i = 0; $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
 }
 ok($prom_ready, 'Prometheus answers on 127.0.0.1')
   or diag(slurp_file("$PostgreSQL::Test::Utils::log_path/050_exporter_prometheus.log"));
+# and has scraped both exporters before any TLS traffic (its discovery
+# hands it the targets some 5 s after its start), so that its rates see
+# all of it
+ok( poll_until(
+		sub {
+			my $r = prom_api('query', query => 'count(up{job="postgres"} == 1) == 2');
+			return scalar @{ $r->{result} };
+		}),
+	'Prometheus: both exporters scraped before the traffic');
 
 # ---------------------------------------------------------------------
 # what the views say, read as the superuser over the Unix socket
