@@ -39,8 +39,19 @@
 # exporter's settings collector shows the settings as
 # pg_settings_ssl_renegotiate_*.  Every SQL block of the runbook
 # (docs/monitoring.md)
-# runs as the exporter's role.  Then promtool lints the scraped names and
-# checks and unit-tests the alert rules.
+# runs as the exporter's role.  P, its COPY ended, idles and is scraped
+# twice: the bytes under keys awaiting rotation do not grow.
+#
+# Prometheus (/usr/bin/prometheus) runs too, from the start, scraping
+# every second this exporter and a second one that reads two servers (the
+# node over its socket in database postgres, and over 127.0.0.1 without
+# TLS in database noext, where the extension is not): the recording and
+# alert rules must all load and evaluate, show the traffic, and
+# SslRenegotiateMetricsMissing be active for noext's server alone; every
+# query of monitoring/grafana-dashboard.json (its variables at All) and
+# its variables' label_values must return series.  Then promtool lints
+# the scraped names and checks and unit-tests the alert and recording
+# rules.
 #
 # The exporter runs with --disable-default-metrics, --no-collector.database
 # and --no-collector.bgwriter: only our queries and pg_settings, so
@@ -64,6 +75,7 @@ use SslrTest;
 
 my $EXPORTER = '/usr/bin/prometheus-postgres-exporter';
 my $PROMTOOL = '/usr/bin/promtool';
+my $PROMETHEUS = '/usr/bin/prometheus';
 my $MONITORING =
   File::Spec->rel2abs(dirname(__FILE__) . '/../monitoring');
 my $LIMIT = 65536;    # ssl_renegotiate.byte_limit = 64kB, in bytes
@@ -75,11 +87,12 @@ my $own_interval = q{options='-c ssl_renegotiate.interval=1s'};
 # Installed by scripts/setup.sh (prometheus-postgres-exporter, prometheus):
 # never skipped.
 -x $_ or die "$_ is missing: scripts/setup.sh installs it"
-  for $EXPORTER, $PROMTOOL;
+  for $EXPORTER, $PROMTOOL, $PROMETHEUS;
 
 my $node = new_tls_node(
 	'primary',
 	conf => "ssl_renegotiate.byte_limit = '64kB'\n"
+	  . "ssl_renegotiate.hard_limit = '1GB'\n"
 	  . "ssl_renegotiate.tls12 = terminate\n");
 $node->start;
 $node->safe_psql(
@@ -93,6 +106,7 @@ $node->safe_psql(
 	ALTER ROLE regress_copy_past SET ssl_renegotiate.tls12 = 'warn';
 	ALTER ROLE regress_copy_past SET ssl_renegotiate.interval = '1s';
 	GRANT INSERT ON copy_in TO regress_copy_past;
+	CREATE DATABASE noext;
 });
 
 # ---------------------------------------------------------------------
@@ -161,6 +175,116 @@ ok($up, 'the exporter answers on 127.0.0.1 and reaches the server')
   or diag(slurp_file($exporter_log));
 
 # ---------------------------------------------------------------------
+# a second exporter reading two servers, and Prometheus
+# ---------------------------------------------------------------------
+# The second exporter reads, as one exporter reads several servers
+# (DATA_SOURCE_NAME with two DSNs; each series labelled server=host:port):
+# the node over its socket, database postgres, where the extension is, and
+# the node over 127.0.0.1 without TLS, database noext, where it is not
+# (two server labels for one cluster).  Neither connection is TLS: no
+# counter moves.
+my $http_port2 = PostgreSQL::Test::Cluster::get_free_port();
+my $exporter2;
+{
+	my $dsn = 'port=' . $node->port . ' user=regress_exporter sslmode=disable';
+	local $ENV{DATA_SOURCE_NAME} =
+	  'host=' . $node->host . " $dsn dbname=postgres,host=127.0.0.1 $dsn dbname=noext";
+	$exporter2 = IPC::Run::start(
+		[
+			$EXPORTER,
+			"--web.listen-address=127.0.0.1:$http_port2",
+			"--extend.query-path=$MONITORING/queries.yaml",
+			'--disable-default-metrics',
+			'--no-collector.database',
+			'--no-collector.bgwriter',
+		],
+		'<', \undef, '>',
+		"$PostgreSQL::Test::Utils::log_path/050_exporter_second_exporter.log",
+		'2>&1');
+}
+END { $exporter2->kill_kill(grace => 5) if $exporter2; }
+
+# Prometheus scrapes both every second and evaluates the recording rules
+# and the alert rules every second, its data in a directory of the test's.
+my $prom_port = PostgreSQL::Test::Cluster::get_free_port();
+my $prom_url  = "http://127.0.0.1:$prom_port";
+my $prom_dir  = PostgreSQL::Test::Utils::tempdir('prometheus');
+my $prometheus;
+{
+	open my $fh, '>', "$prom_dir/prometheus.yml" or die $!;
+	print $fh <<"EOCONF";
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files:
+  - $MONITORING/recording.yml
+  - $MONITORING/alerts.yml
+scrape_configs:
+  - job_name: postgres
+    static_configs:
+      - targets: ['127.0.0.1:$http_port', '127.0.0.1:$http_port2']
+EOCONF
+	close $fh;
+	$prometheus = IPC::Run::start(
+		[
+			$PROMETHEUS,
+			"--config.file=$prom_dir/prometheus.yml",
+			"--storage.tsdb.path=$prom_dir/data",
+			"--web.listen-address=127.0.0.1:$prom_port",
+		],
+		'<', \undef, '>',
+		"$PostgreSQL::Test::Utils::log_path/050_exporter_prometheus.log",
+		'2>&1');
+}
+END { $prometheus->kill_kill(grace => 5) if $prometheus; }
+
+# true once $check returns true, polled for up to the suite's timeout
+sub poll_until
+{
+	my ($check) = @_;
+	for (my $i = 0; $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
+	{
+		return 1 if $check->();
+		usleep(100_000);
+	}
+	return 0;
+}
+
+# GET /api/v1/... of Prometheus: its data, or death
+sub prom_api
+{
+	my ($path, %params) = @_;
+	my $r = $http->get("$prom_url/api/v1/$path?"
+		  . $http->www_form_urlencode(\%params));
+	die "GET $path: $r->{status} $r->{reason}\n$r->{content}"
+	  unless $r->{success};
+	my $j = JSON::PP::decode_json($r->{content});
+	die "GET $path: $r->{content}" unless $j->{status} eq 'success';
+	return $j->{data};
+}
+
+my $prom_ready = 0;
+for (my $i = 0; $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
+{
+	my $r = $http->get("$prom_url/-/ready");
+	$prom_ready = $r->{success};
+	last if $prom_ready || !$prometheus->pumpable;
+	usleep(100_000);
+}
+ok($prom_ready, 'Prometheus answers on 127.0.0.1')
+  or diag(slurp_file("$PostgreSQL::Test::Utils::log_path/050_exporter_prometheus.log"));
+# and has scraped both exporters before any TLS traffic (its discovery
+# hands it the targets some 5 s after its start), so that its rates see
+# all of it
+ok( poll_until(
+		sub {
+			my $r = prom_api('query', query => 'count(up{job="postgres"} == 1) == 2');
+			return scalar @{ $r->{result} };
+		}),
+	'Prometheus: both exporters scraped before the traffic');
+
+# ---------------------------------------------------------------------
 # what the views say, read as the superuser over the Unix socket
 # ---------------------------------------------------------------------
 sub json_rows
@@ -185,7 +309,18 @@ sub expected
 		pg_ssl_renegotiate_stats_reset_timestamp_seconds => $node->safe_psql(
 			'postgres',
 			'SELECT extract(epoch FROM stats_reset) FROM ssl_renegotiate_totals'
-		),);
+		),
+		pg_ssl_renegotiate_library_preloaded => 1,);
+	my $info = json_rows(
+		q{SELECT evicted, extract(epoch FROM stats_reset) AS stats_reset
+		  FROM ssl_renegotiate_database_role_totals_info})->[0];
+	$e{pg_ssl_renegotiate_database_role_totals_evicted_total} = $info->{evicted};
+	$e{pg_ssl_renegotiate_database_role_totals_stats_reset_timestamp_seconds} =
+	  $info->{stats_reset};
+	$e{ 'pg_ssl_renegotiate_extension_info{version='
+		  . $node->safe_psql('postgres',
+			q{SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate'})
+		  . '}' } = 1;
 	for my $dir ('sent', 'received')
 	{
 		$e{"pg_ssl_renegotiate_traffic_bytes_total{direction=$dir}"} =
@@ -229,12 +364,14 @@ sub expected
 	# each live connection against its own limits in force
 	my $live = json_rows(
 		q{SELECT r.sent_since_rekey, r.received_since_rekey, r.rekey_pending,
-		         r.rekey_requested, r.byte_limit, a.state, a.wait_event_type,
+		         r.rekey_requested, r.byte_limit, a.state, a.wait_event_type, r.version,
 		         extract(epoch FROM r.rekey_interval) AS interval_seconds,
 		         extract(epoch FROM now() - coalesce(r.last_rekey, a.backend_start)) AS key_age
 		  FROM ssl_renegotiate_activity r LEFT JOIN pg_stat_activity a USING (pid)});
-	my (%max, %over, %past_bytes);
-	$max{$_} = $over{$_} = $past_bytes{$_} = 0 for 'sent', 'received';
+	my (%max, %over, %over_bytes, %past_bytes, %pending_bytes);
+	$max{$_} = $over{$_} = $over_bytes{$_} = $past_bytes{$_} = $pending_bytes{$_} = 0
+	  for 'sent', 'received';
+	my $max_age = 0;
 	my ($pending, $requested, $past) = (0, 0, 0);
 	for my $r (@$live)
 	{
@@ -248,12 +385,22 @@ sub expected
 		{
 			my $bytes = $r->{"${dir}_since_rekey"};
 			$max{$dir} = $bytes if $bytes > $max{$dir};
-			$over{$dir}++
-			  if defined $r->{byte_limit}
-			  && $bytes > $r->{byte_limit} +
-			  ($r->{byte_limit} > 67108864 ? $r->{byte_limit} : 67108864);
+			if (defined $r->{byte_limit}
+				&& $bytes > $r->{byte_limit} +
+				($r->{byte_limit} > 67108864 ? $r->{byte_limit} : 67108864))
+			{
+				$over{$dir}++;
+				$over_bytes{$dir} += $bytes;
+			}
 			$past_bytes{$dir} += $bytes if $is_past;
+			# the keys a pending rotation replaces: the client's, and on
+			# TLS 1.2 the server's too
+			$pending_bytes{$dir} += $bytes
+			  if $r->{rekey_pending}
+			  && ($dir eq 'received' || ($r->{version} // '') ne 'TLSv1.3');
 		}
+		$max_age = $r->{key_age}
+		  if defined $r->{key_age} && $r->{key_age} > $max_age;
 		$pending++   if $r->{rekey_pending};
 		$requested++ if $r->{rekey_requested};
 	}
@@ -263,7 +410,13 @@ sub expected
 		$e{"pg_ssl_renegotiate_current_key_over_limit{direction=$dir}"} = $over{$dir};
 		$e{"pg_ssl_renegotiate_current_key_past_interval_bytes{direction=$dir}"} =
 		  $past_bytes{$dir};
+		$e{"pg_ssl_renegotiate_current_key_over_limit_bytes{direction=$dir}"} =
+		  $over_bytes{$dir};
+		$e{"pg_ssl_renegotiate_current_key_rekey_pending_bytes{direction=$dir}"} =
+		  $pending_bytes{$dir};
 	}
+	# moves with the clock: checked apart (check_scrape)
+	$e{pg_ssl_renegotiate_connections_max_key_age_seconds} = $max_age;
 	$e{pg_ssl_renegotiate_connections_rekey_pending}   = $pending;
 	$e{pg_ssl_renegotiate_connections_rekey_requested} = $requested;
 	$e{pg_ssl_renegotiate_connections_past_interval}   = $past;
@@ -285,12 +438,21 @@ sub check_scrape
 	my $before = expected();
 	my ($m, $text) = scrape();
 	my $after = expected();
+	# the oldest key's age grows with the clock: between the two readings
+	my $age = 'pg_ssl_renegotiate_connections_max_key_age_seconds';
+	my ($age_before, $age_after) = (delete $before->{$age}, delete $after->{$age});
+	ok( defined $m->{$age}
+		  && ($age_before == 0 && $age_after == 0
+			? $m->{$age} == 0
+			: $m->{$age} >= $age_before - 0.001 && $m->{$age} <= $age_after + 0.001),
+		"$what: $age between the two readings ($age_before .. $age_after): "
+		  . ($m->{$age} // 'none'));
 	is_deeply($after, $before, "$what: the views did not move during the scrape");
 	note "$what: /metrics:\n"
 	  . join("\n", grep { /^pg_ssl_renegotiate_/ } split /\n/, $text);
 
 	is_deeply(
-		[ sort grep { /^pg_ssl_renegotiate_/ } keys %$m ],
+		[ sort grep { /^pg_ssl_renegotiate_/ && $_ ne $age } keys %$m ],
 		[ sort keys %$after ],
 		"$what: the exporter shows every expected pg_ssl_renegotiate series, no other");
 	for my $key (sort keys %$after)
@@ -309,8 +471,8 @@ sub check_scrape
 	{
 		my $s = $setting{"ssl_renegotiate.$name"};
 		die "unit of $name is $s->{unit}" unless $s->{unit} eq 'kB';
-		is($m->{"pg_settings_ssl_renegotiate_${name}_bytes"},
-			$s->{setting} * 1024,
+		cmp_ok($m->{"pg_settings_ssl_renegotiate_${name}_bytes"},
+			'==', $s->{setting} * 1024,
 			"$what: pg_settings_ssl_renegotiate_${name}_bytes = $name in bytes");
 	}
 	my $interval = $setting{'ssl_renegotiate.interval'};
@@ -616,11 +778,37 @@ is($m->{pg_settings_ssl_renegotiate_interval_seconds},
 # ---------------------------------------------------------------------
 # 3. every session ended: its traffic is in the totals
 # ---------------------------------------------------------------------
+# P ends its COPY and idles.  Where the server's last key update request
+# came after libpq's last write (issue 28: libpq answers it at its next
+# write), rekey_pending stays true while it idles; here the request
+# pending during the COPY may be answered with the CopyDone, so this is
+# not asserted.  Either way, the bytes under keys awaiting rotation stay
+# put while nothing moves (what SslRenegotiateRekeyPending, which waits
+# for them to grow, needs; its unit tests cover the idle pending case).
 $p_in .= "\\.\n";
-$p->finish;
-is($p_err, '', 'P: COPY FROM completed without error');
+poll_until(
+	sub {
+		$p->pump_nb;
+		return length($p_in) == 0
+		  && $node->safe_psql('postgres',
+			"SELECT state = 'idle' FROM pg_stat_activity WHERE pid = $p_pid") eq 't';
+	}) or die 'P: not idle after its COPY FROM';
 is($node->safe_psql('postgres', 'SELECT count(*) FROM copy_in'),
 	$P_ROWS, 'P: every row stored');
+{
+	my $row = activity_row($node, $p_pid);
+	note 'P idle after its COPY FROM: rekey_pending '
+	  . ($row->{rekey_pending} ? 'true' : 'false')
+	  . ", received_since_rekey $row->{received_since_rekey}";
+	my ($m1) = check_scrape('P idle after its COPY FROM');
+	usleep(1_100_000);
+	my ($m2) = check_scrape('P still idle');
+	is($m2->{'pg_ssl_renegotiate_current_key_rekey_pending_bytes{direction=received}'},
+		$m1->{'pg_ssl_renegotiate_current_key_rekey_pending_bytes{direction=received}'},
+		'P still idle: the bytes under keys awaiting rotation did not grow');
+}
+$p->finish;
+is($p_err, '', 'P: COPY FROM completed without error');
 $c_in .= "\\.\n";
 $c->finish;
 is($node->safe_psql('postgres', 'SELECT count(*) FROM copy_in'),
@@ -639,6 +827,115 @@ cmp_ok($m->{'pg_ssl_renegotiate_database_role_traffic_bytes_total{datname=postgr
 	'>', 2_000_000, 'all ended: A\'s 2 MB COPY TO under postgres/postgres');
 is($m->{'pg_ssl_renegotiate_tls_connections{version=TLSv1.3}'},
 	0, 'all ended: no TLS 1.3 connection');
+
+# ---------------------------------------------------------------------
+# Prometheus: the rules on the real series, the dashboard's queries
+# ---------------------------------------------------------------------
+my $inst1 = "127.0.0.1:$http_port";
+my $inst2 = "127.0.0.1:$http_port2";
+my $socket_server = $node->host . ':' . $node->port;
+my $tcp_server    = '127.0.0.1:' . $node->port;
+
+# Prometheus has scraped the state of now (no TLS session left) and
+# evaluated the rules on it
+ok( poll_until(
+		sub {
+			my $r = prom_api('query',
+				query => qq{pg_ssl_renegotiate_tls_connections{instance="$inst1",version="TLSv1.3"} == 0}
+				  . qq{ and on (instance, server) server:pg_ssl_renegotiate_connections:rate5m});
+			return scalar @{ $r->{result} };
+		}),
+	'Prometheus: the last state scraped, the recording rules evaluated');
+
+{
+	my $targets = prom_api('targets', state => 'active')->{activeTargets};
+	is_deeply(
+		[ sort map { "$_->{labels}{instance} $_->{health}" } @$targets ],
+		[ sort "$inst1 up", "$inst2 up" ],
+		'Prometheus: both exporters scraped, up');
+
+	my @rules = map { @{ $_->{rules} } } @{ prom_api('rules')->{groups} };
+	my $count_rules = sub {
+		my ($file) = @_;
+		my $n = () = slurp_file("$MONITORING/$file") =~ /^\s+- (?:record|alert):/mg;
+		return $n;
+	};
+	is(scalar(grep { $_->{type} eq 'recording' } @rules),
+		$count_rules->('recording.yml'), 'Prometheus: every recording rule loaded');
+	is(scalar(grep { $_->{type} eq 'alerting' } @rules),
+		$count_rules->('alerts.yml'), 'Prometheus: every alert rule loaded');
+	is_deeply(
+		[ map { "$_->{name}: $_->{health} $_->{lastError}" }
+			  grep { $_->{health} ne 'ok' } @rules ],
+		[], 'Prometheus: every rule evaluates without error');
+
+	# TLS traffic went through in the last minutes, and rotations
+	my $q = sub { prom_api('query', query => $_[0])->{result} };
+	ok( scalar @{ $q->(qq{server_direction:pg_ssl_renegotiate_traffic_bytes:rate5m{instance="$inst1",direction="sent"} > 0}) },
+		'Prometheus: TLS bytes sent per second, from the real traffic');
+	ok( scalar @{ $q->(qq{server_direction:pg_ssl_renegotiate_traffic_rekeys:rate5m{instance="$inst1",direction="sent"} > 0}) },
+		'Prometheus: rotations of the server\'s key per second');
+	is_deeply(
+		[ sort map { "$_->{metric}{datname}/$_->{metric}{usename}" }
+			  @{ $q->(qq{server_datname_usename:pg_ssl_renegotiate_database_role_traffic_bytes:rate5m{instance="$inst1"}}) } ],
+		[ 'postgres/postgres', 'postgres/regress_copy_past', 'postgres/regress_tls12_warn' ],
+		'Prometheus: traffic per (database, role), each pair');
+
+	# The alerts: metrics missing for the one server without the
+	# extension, behind the exporter whose other server has them
+	my @alerts = @{ prom_api('alerts')->{alerts} };
+	is_deeply(
+		[ map { "$_->{labels}{instance} " . ($_->{labels}{server} // '-') }
+			  grep { $_->{labels}{alertname} eq 'SslRenegotiateMetricsMissing' } @alerts ],
+		[ "$inst2 $tcp_server" ],
+		'Prometheus: SslRenegotiateMetricsMissing for the server without the extension alone, next to a healthy one behind the same exporter');
+	is( $q->(qq{pg_ssl_renegotiate_library_preloaded{instance="$inst2",server="$tcp_server"}})->[0]{value}[1],
+		1, 'Prometheus: the server without the extension preloads the library');
+	is( scalar @{ $q->(qq{pg_ssl_renegotiate_extension_info{instance="$inst2",server="$tcp_server"}}) },
+		0, 'Prometheus: ... and has no pg_ssl_renegotiate_extension_info');
+}
+
+# The dashboard: importable JSON, its data source a variable, and every
+# panel's query answered by Prometheus with at least one series (the
+# variables $instance and $server at "All": .*)
+{
+	my $dash = JSON::PP::decode_json(slurp_file("$MONITORING/grafana-dashboard.json"));
+	my @panels = grep { $_->{type} ne 'row' } @{ $dash->{panels} };
+	my @vars = @{ $dash->{templating}{list} };
+	is_deeply([ map { "$_->{name}:$_->{type}" } @vars ],
+		[ 'datasource:datasource', 'instance:query', 'server:query' ],
+		'dashboard: variables datasource, instance, server');
+	is_deeply(
+		[ grep { !defined $_->{datasource} || $_->{datasource}{uid} ne '${datasource}' }
+			  @panels, map { @{ $_->{targets} } } @panels ],
+		[], 'dashboard: every panel and query reads the data source variable');
+	my %ids;
+	$ids{ $_->{id} }++ for @{ $dash->{panels} };
+	is(scalar(grep { $_ > 1 } values %ids), 0, 'dashboard: panel ids unique');
+	cmp_ok(scalar(@panels), '>=', 10, 'dashboard: ' . scalar(@panels) . ' panels');
+
+	my $subst = sub { (my $e = shift) =~ s/\$(?:\{)?(instance|server)(?:\})?/.*/g; $e };
+	for my $v (@vars[ 1 .. 2 ])
+	{
+		my ($match, $label) = $v->{query}{query} =~ /^label_values\((.*),\s*(\w+)\)$/
+		  or die "variable $v->{name}: $v->{query}{query}";
+		my $values = prom_api("label/$label/values", 'match[]' => $subst->($match));
+		my @want = $label eq 'instance' ? ($inst1, $inst2) : ($socket_server, $tcp_server);
+		is_deeply([ sort @$values ], [ sort @want ], "dashboard: variable $v->{name} lists @want");
+	}
+	for my $p (@panels)
+	{
+		ok(scalar @{ $p->{targets} // [] }, "dashboard: panel \"$p->{title}\" has queries");
+		for my $t (@{ $p->{targets} })
+		{
+			my $expr = $subst->($t->{expr});
+			my $r = eval { prom_api('query', query => $expr)->{result} };
+			ok($r && @$r, "dashboard: \"$p->{title}\" $t->{refId}: "
+				  . scalar(@{ $r // [] }) . " series for $expr")
+			  or diag($@);
+		}
+	}
+}
 
 # ---------------------------------------------------------------------
 # promtool: the scraped names, the rules and their unit tests
@@ -669,9 +966,17 @@ sub promtool
 	($ok, $out) = promtool('', 'test', 'rules', "$MONITORING/alerts_test.yml");
 	ok($ok && $out =~ /SUCCESS/, 'promtool test rules: alerts_test.yml passes')
 	  or diag($out);
+
+	($ok, $out) = promtool('', 'check', 'rules', "$MONITORING/recording.yml");
+	ok($ok && $out =~ /SUCCESS: \d+ rules found/, 'promtool check rules: recording.yml')
+	  or diag($out);
+
+	($ok, $out) = promtool('', 'test', 'rules', "$MONITORING/recording_test.yml");
+	ok($ok && $out =~ /SUCCESS/, 'promtool test rules: recording_test.yml passes')
+	  or diag($out);
 }
 
-$exporter->kill_kill(grace => 5);
-undef $exporter;
+$_->kill_kill(grace => 5) for $prometheus, $exporter2, $exporter;
+undef $_ for $prometheus, $exporter2, $exporter;
 $node->stop;
 done_testing();
