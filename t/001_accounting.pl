@@ -189,7 +189,7 @@ $node->safe_psql('postgres', 'CREATE EXTENSION ssl_renegotiate');
 is( $node->safe_psql(
 		'postgres',
 		"SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate'"),
-	'1.2',
+	'1.3',
 	'CREATE EXTENSION ssl_renegotiate over the Unix socket');
 is($node->safe_psql('postgres', q{SELECT current_setting('ssl_renegotiate.byte_limit')}),
 	'0', 'ssl_renegotiate.byte_limit = 0: accounting only, no rotation');
