@@ -341,6 +341,8 @@ for my $len (5, 40)
 	close($sock);
 	my $m1 = monitor_settled($m0, 1);
 	my $in = delta($m0, $m1, 'bytes_received');
+	note("the 6-byte header: bytes_received grew by $in, bytes_sent by "
+		  . delta($m0, $m1, 'bytes_sent'));
 	ok($in == 5 || $in == 6,
 		'header: bytes_received is what arrived (5 or 6 of the 6 bytes sent), not the length claimed')
 	  or diag("bytes_received grew by $in");
