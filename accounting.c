@@ -8,11 +8,16 @@
  * from the first byte of the handshake, and each handshake message and
  * alert.  Bytes are counted as they cross the socket:
  *	- sent: a header written means 5 + length bytes on their way out;
- *	- received: what OpenSSL read from the socket, counted by a callback on
- *	  the connection's read BIO (installed at the first record).  A header
- *	  is seen before its body is read, and a record whose body never
- *	  arrives (or whose header OpenSSL refuses) counts what did: never
- *	  the length a header claims.
+ *	- received: what OpenSSL read from the socket, never the length a
+ *	  header claims (a header is seen before its body is read, and a body
+ *	  may never arrive).  Before authentication, a callback on the
+ *	  connection's read BIO counts every read as it happens, since the
+ *	  backend may leave by _exit().  After it, the callback is removed (the
+ *	  BIO is the write BIO too, and a callback would run on every write) and
+ *	  the BIO's own count of bytes read is taken at each received header,
+ *	  once its body is read (TLS 1.3 tells, with the record's inner content
+ *	  type), at the first sent header after one (TLS 1.2: the body the
+ *	  reply answers), and at exit.
  * Both are what the kernel counts for the socket.
  *
  * How the callback gets onto a connection: every SSL object OpenSSL
@@ -35,11 +40,13 @@
  *
  * Invariants of this file:
  *	- The per-record path does no locking, no allocation, no logging and no
- *	  OpenSSL call: a few plain additions to this backend's own counters
- *	  (readers take them field by field: slots.c), a comparison with the
- *	  thresholds (thresholds.h), and one with the count of operator
- *	  requests (before authentication, instead, atomic additions to the
- *	  shared sum).  The read BIO's callback only adds.
+ *	  OpenSSL call but BIO_number_read (a getter) on a received header: a
+ *	  few plain additions to this backend's own counters (readers take
+ *	  them field by field: slots.c), a comparison with the thresholds
+ *	  (thresholds.h), and one with the count of operator requests (before
+ *	  authentication, instead, atomic additions to the shared sum).  A sent
+ *	  header adds one test of a flag.  The read BIO's callback, before
+ *	  authentication only, only adds.
  *	- Anything more (a threshold crossed, a KeyUpdate, a handshake message)
  *	  is handed to policy.c, an alert to renegotiation.c; rare by design.
  *
@@ -52,6 +59,7 @@
 #include "libpq/libpq-be.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
+#include "storage/ipc.h"
 
 #include <openssl/ssl.h>
 #include <openssl/tls1.h>
@@ -66,9 +74,15 @@
 
 #define SSLR_RECORD_HEADER_LEN 5
 
-/* The read BIO of this backend's connection, once its callback is on. */
+/* The read BIO of this backend's connection, once it is watched. */
 static BIO *sslr_rbio = NULL;
 static BIO_callback_fn_ex sslr_prev_bio_callback = NULL;
+
+/* BIO_number_read(sslr_rbio) counted so far. */
+static uint64 sslr_rbio_counted = 0;
+
+/* After authentication: a received header's body may be uncounted. */
+static bool sslr_rbio_behind = false;
 
 /*
  * Bytes read from the socket (the read BIO's callback, or its catch-up);
@@ -81,8 +95,20 @@ sslr_count_received_bytes(int64 bytes, bool early)
 
 	stats->tally.bytes[SSLR_RECEIVED] += bytes;
 	stats->bytes_under_key[SSLR_RECEIVED] += bytes;
+	sslr_rbio_counted += (uint64) bytes;
 	if (early)
 		sslr_count_early(SSLR_RECEIVED, bytes, 0);
+}
+
+/* After authentication: count what the read BIO read since last time. */
+static void
+sslr_catch_up_received(void)
+{
+	uint64		read = BIO_number_read(sslr_rbio);
+
+	sslr_rbio_behind = false;
+	if (read > sslr_rbio_counted)
+		sslr_count_received_bytes((int64) (read - sslr_rbio_counted), false);
 }
 
 /*
@@ -131,9 +157,19 @@ sslr_handle_message(int write_p, int content_type, const void *buf, size_t len,
 
 				if (early)
 					sslr_count_early(dir, wire_bytes, 1);
-				else if (unlikely((int64) pg_atomic_read_u64(sslr_my_requests) !=
-								  sslr_my_slot->stats.requests_seen))
-					sslr_rekey_requested(ssl);
+				else
+				{
+					if (!write_p)
+					{
+						sslr_catch_up_received();
+						sslr_rbio_behind = true;
+					}
+					else if (unlikely(sslr_rbio_behind))
+						sslr_catch_up_received();
+					if (unlikely((int64) pg_atomic_read_u64(sslr_my_requests) !=
+								 sslr_my_slot->stats.requests_seen))
+						sslr_rekey_requested(ssl);
+				}
 				sslr_count_record(ssl, dir, wire_bytes);
 			}
 			break;
@@ -152,39 +188,33 @@ sslr_handle_message(int write_p, int content_type, const void *buf, size_t len,
 				sslr_renegotiation_alert(write_p, p[0], p[1]);
 			break;
 
+#ifdef SSL3_RT_INNER_CONTENT_TYPE
+		case SSL3_RT_INNER_CONTENT_TYPE:
+			/* TLS 1.3: a received record's body has been read */
+			if (!early && !write_p && sslr_rbio_behind)
+				sslr_catch_up_received();
+			break;
+#endif
+
 		default:
 			break;
 	}
 }
 
 /*
- * The read BIO's callbacks, before authentication and after: bytes OpenSSL
- * read from the socket.  Each passes every call on to a callback that was
- * there before, and never changes the result.
+ * The read BIO's callback before authentication: bytes OpenSSL read from
+ * the socket.  It passes every call on to a callback that was there
+ * before, and never changes the result.
  */
-static inline long
-sslr_bio_callback_common(BIO *bio, int oper, const char *argp, size_t len, int argi,
-						 long argl, int ret, size_t *processed, bool early)
-{
-	if (oper == (BIO_CB_READ | BIO_CB_RETURN) && ret > 0 && processed != NULL)
-		sslr_count_received_bytes((int64) *processed, early);
-	if (sslr_prev_bio_callback != NULL)
-		return sslr_prev_bio_callback(bio, oper, argp, len, argi, argl, ret, processed);
-	return ret;
-}
-
 static long
 sslr_bio_callback_early(BIO *bio, int oper, const char *argp, size_t len, int argi,
 						long argl, int ret, size_t *processed)
 {
-	return sslr_bio_callback_common(bio, oper, argp, len, argi, argl, ret, processed, true);
-}
-
-static long
-sslr_bio_callback(BIO *bio, int oper, const char *argp, size_t len, int argi,
-				  long argl, int ret, size_t *processed)
-{
-	return sslr_bio_callback_common(bio, oper, argp, len, argi, argl, ret, processed, false);
+	if (oper == (BIO_CB_READ | BIO_CB_RETURN) && ret > 0 && processed != NULL)
+		sslr_count_received_bytes((int64) *processed, true);
+	if (sslr_prev_bio_callback != NULL)
+		return sslr_prev_bio_callback(bio, oper, argp, len, argi, argl, ret, processed);
+	return ret;
 }
 
 /*
@@ -257,11 +287,26 @@ sslr_accounting_init(void)
 				(errmsg("ssl_renegotiate: could not register with OpenSSL")));
 }
 
-/* The connection has its shared slot: count there only. */
+/* At exit, before the slot is folded into the totals: the last reads. */
+static void
+sslr_accounting_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
+{
+	if (sslr_rbio != NULL)
+		sslr_catch_up_received();
+}
+
+/*
+ * The connection has its shared slot: count there only, and take the read
+ * BIO's count instead of its callback (see the file header).  The exit
+ * callback is registered after totals.c's, so it runs before it.
+ */
 void
 sslr_accounting_attached(SSL *ssl)
 {
 	SSL_set_msg_callback(ssl, sslr_msg_callback);
-	if (sslr_rbio != NULL && sslr_rbio == SSL_get_rbio(ssl))
-		BIO_set_callback_ex(sslr_rbio, sslr_bio_callback);
+	if (sslr_rbio == NULL || sslr_rbio != SSL_get_rbio(ssl))
+		return;
+	BIO_set_callback_ex(sslr_rbio, sslr_prev_bio_callback);
+	sslr_catch_up_received();
+	before_shmem_exit(sslr_accounting_exit, (Datum) 0);
 }
