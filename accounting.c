@@ -149,7 +149,18 @@ sslr_handle_message(int write_p, int content_type, const void *buf, size_t len,
 
 		case SSL3_RT_ALERT:
 			if (len >= 2)
+			{
 				sslr_renegotiation_alert(write_p, p[0], p[1]);
+				if (!write_p && p[0] == SSL3_AL_FATAL)
+					sslr_peer_ended(p[1]);
+			}
+			break;
+
+		case SSL3_RT_INNER_CONTENT_TYPE:
+			/* TLS 1.3: what our record carries; data ends a run of updates */
+			if (write_p && len >= 1 && p[0] == SSL3_RT_APPLICATION_DATA &&
+				unlikely(sslr_sent_updates_in_row != 0))
+				sslr_application_data_sent();
 			break;
 
 		default:
@@ -168,6 +179,9 @@ sslr_bio_callback_common(BIO *bio, int oper, const char *argp, size_t len, int a
 {
 	if (oper == (BIO_CB_READ | BIO_CB_RETURN) && ret > 0 && processed != NULL)
 		sslr_count_received_bytes((int64) *processed, early);
+	else if (oper == (BIO_CB_READ | BIO_CB_RETURN) && ret <= 0 &&
+			 !BIO_should_retry(bio) && !early)
+		sslr_peer_ended(-1);	/* end of stream, or an error */
 	if (sslr_prev_bio_callback != NULL)
 		return sslr_prev_bio_callback(bio, oper, argp, len, argi, argl, ret, processed);
 	return ret;

@@ -16,6 +16,9 @@
  * every record (sslr_interval_rearm_pending), so that a long COPY FROM
  * still rotates at its first record after the interval.
  *
+ * The same clocks tell policy.c whether a rotation due now keeps
+ * ssl_renegotiate.min_rekey_gap (sslr_gap_wait_us).
+ *
  * Invariants:
  *	- The handler runs in a signal handler: flags and thresholds only.
  *	- sslr_interval_check only reads the clock and sets flags: it may run
@@ -176,6 +179,26 @@ sslr_interval_arm(void)
 		enable_timeout_at(sslr_timeout_id, sslr_next_expiry);
 	else if (get_timeout_active(sslr_timeout_id))
 		disable_timeout(sslr_timeout_id, false);
+}
+
+/*
+ * ssl_renegotiate.min_rekey_gap: microseconds until this direction's key
+ * is that old (0 if it is), and how old it is.  Read the clock only: the
+ * inbound path calls them inside OpenSSL.
+ */
+int64
+sslr_gap_wait_us(SslrDirection dir, TimestampTz now)
+{
+	TimestampTz ends = TimestampTzPlusMilliseconds(sslr_key_since[dir],
+												   sslr_min_rekey_gap_ms());
+
+	return Max(ends - now, 0);
+}
+
+int64
+sslr_key_age_us(SslrDirection dir, TimestampTz now)
+{
+	return Max(now - sslr_key_since[dir], 0);
 }
 
 /*

@@ -373,9 +373,13 @@ cmp_ok($own[0], '>=', $r2->{rekeys_sent},
 	'a: own row via pg_backend_pid(): rekeys_sent');
 cmp_ok($own[1], '>=', $r2->{rekeys_received},
 	'a: own row via pg_backend_pid(): rekeys_received');
-is("$own[2]|$own[3]",
-	"$r2->{max_sent_per_key}|$r2->{max_received_per_key}",
-	'a: own row via pg_backend_pid(): max per key each way');
+# The client's key may change only now: once 8 requests went out in a row
+# during COPY FROM, the server asks again after it has sent data (the
+# CommandComplete), so the key the COPY ended under retires with this query.
+is($own[2], $r2->{max_sent_per_key},
+	'a: own row via pg_backend_pid(): max_sent_per_key');
+cmp_ok($own[3], '>=', $r2->{max_received_per_key},
+	'a: own row via pg_backend_pid(): max_received_per_key');
 
 $s->query_safe('DROP TABLE dst');
 ok(wait_idle($node, $pid), 'a: session idle at the end');
