@@ -26,5 +26,6 @@ extern void sslr_interval_recheck(void);
 extern void sslr_interval_comm_reset(void);
 extern int64 sslr_gap_wait_us(SslrDirection dir, TimestampTz now);
 extern int64 sslr_key_age_us(SslrDirection dir, TimestampTz now);
+extern void sslr_interval_wake_at(TimestampTz when);
 
 #endif							/* SSLR_INTERVAL_H */

@@ -78,6 +78,7 @@ typedef struct SslrPolicyState
 	/* the pace (see the file header) */
 	bool		held[SSLR_NDIRECTIONS]; /* due, and held back */
 	int64		recheck_at[SSLR_NDIRECTIONS];	/* held: bytes to look again at */
+	TimestampTz held_until[SSLR_NDIRECTIONS];	/* ... and when (0: data) */
 	int64		hard_slack[SSLR_NDIRECTIONS];	/* bytes the rotation started late */
 } SslrPolicyState;
 
@@ -166,6 +167,7 @@ sslr_pace(SslrDirection dir)
 	SslrPace	pace = SSLR_PACE_GO;
 
 	policy->recheck_at[dir] = SSLR_NO_LIMIT;
+	policy->held_until[dir] = 0;
 
 	/*
 	 * Unpaced: the cipher's record limit (RFC 8446 5.5 and 9846 require the
@@ -189,6 +191,8 @@ sslr_pace(SslrDirection dir)
 			pace = SSLR_PACE_GAP;
 			policy->recheck_at[dir] = stats->bytes_under_key[dir] +
 				sslr_bytes_in(dir, wait_us / 2, now);
+			policy->held_until[dir] = now + wait_us;
+			sslr_interval_wake_at(now + wait_us);
 		}
 	}
 
@@ -201,6 +205,27 @@ sslr_pace(SslrDirection dir)
 	policy->hard_slack[dir] = Max(stats->bytes_under_key[dir] -
 								  sslr_rotation_trigger(dir), 0);
 	return SSLR_PACE_GO;
+}
+
+/*
+ * At either safe point: a direction held for the gap that has passed
+ * looks again (its threshold was set for further on; the timer that woke
+ * us zeroed it only until the next recompute).
+ */
+static void
+sslr_release_passed_holds(void)
+{
+	SslrPolicyState *policy = &sslr_policy;
+	TimestampTz now;
+
+	if (!(policy->held[SSLR_SENT] && policy->held_until[SSLR_SENT] != 0) &&
+		!(policy->held[SSLR_RECEIVED] && policy->held_until[SSLR_RECEIVED] != 0))
+		return;
+	now = GetCurrentTimestamp();
+	for (int dir = 0; dir < SSLR_NDIRECTIONS; dir++)
+		if (policy->held[dir] && policy->held_until[dir] != 0 &&
+			policy->held_until[dir] <= now)
+			policy->held[dir] = false;
 }
 
 static bool
@@ -447,6 +472,7 @@ sslr_receive_attention(SSL *ssl)
 	/* flags only: the timer is armed at the next send point */
 	if (sslr_interval_due() || sslr_interval_rearm_pending())
 		sslr_interval_check();
+	sslr_release_passed_holds();
 
 	/* a rotation that may still be tried comes before the hard limit */
 	if (sslr_rotation_goes(SSLR_RECEIVED))
@@ -512,6 +538,7 @@ sslr_policy_send_point(bool may_block)
 		sslr_do_safe_point_work();
 	if (sslr_interval_due())
 		sslr_interval_check();
+	sslr_release_passed_holds();
 
 	/* as on the inbound path: a rotation first, if one may be tried */
 	if (sslr_rotation_goes(SSLR_SENT))
