@@ -14,6 +14,11 @@
  *	  policy.c can ask that much earlier.
  *	- KeyUpdates the peer sends unasked each make us derive a key: a budget
  *	  bounds them (sslr_keyupdate_unasked_allowed).
+ *	- Our own KeyUpdates are counted in a row until we send application
+ *	  data (policy.c stops at SSLR_MAX_KEY_UPDATES_IN_ROW), and their
+ *	  times kept: a client that ends the connection soon after them gets a
+ *	  line at exit with their pace, next to the limits clients are known
+ *	  to have (sslr_keyupdate_at_exit).
  *
  * Invariants:
  *	- OpenSSL's error queue is left as it was found (ERR_set_mark /

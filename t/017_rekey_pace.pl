@@ -14,12 +14,15 @@
 #     time), the server sends at most 8 KeyUpdates in a row; once it sent
 #     data again (the COPY's CommandComplete), the client's key rotates
 #     again.
+#  d. A client that dies during COPY FROM soon after the server's
+#     KeyUpdates: the server logs their pace at exit.
 #
 # Run as the OS user owning the tree (see t/000_harness.pl).
 
 use strict;
 use warnings FATAL => 'all';
 
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -179,6 +182,38 @@ SKIP:
 		'ALTER SYSTEM RESET ssl_renegotiate.debug_min_rekey_gap; SELECT pg_reload_conf()'
 	);
 }
+
+# ---------------------------------------------------------------------
+# d. a client that dies during COPY FROM soon after our KeyUpdates: the
+#    server says at exit how fast they came
+# ---------------------------------------------------------------------
+set_system('ssl_renegotiate.debug_min_rekey_gap', '0');
+{
+	my $offset = -s $node->logfile;
+	my ($in, $out, $err) = ('', '', '');
+	my $h = IPC::Run::start(
+		[ 'psql', '-X', '-d', $connstr, '-c', 'COPY dst FROM STDIN' ],
+		'<', \$in, '>', \$out, '2>', \$err,
+		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+	$in = join('', map { "$_\t" . ('y' x 1000) . "\n" } 1 .. 2000);
+	$h->pump while length $in;
+	ok( $node->poll_query_until(
+			'postgres',
+			'SELECT count(*) > 0 FROM ssl_renegotiate_activity '
+			  . 'WHERE pid <> pg_backend_pid() AND rekeys_sent > 0'),
+		'd: the server sent KeyUpdates during the COPY');
+	$h->kill_kill;
+	ok( $node->wait_for_log(
+			qr/connection of pid \d+ was ended by the client without a close_notify [\d.]+ s after the server's last TLS KeyUpdate/,
+			$offset),
+		'd: the line at exit says the client ended it soon after KeyUpdates');
+	like(
+		slurp_file($node->logfile, $offset),
+		qr/DETAIL:  The server sent \d+ KeyUpdates in the second up to its last, \d+ in a row without application data between them \(\d+ in all\)\. Known client limits: GnuTLS ends a connection at the 9th KeyUpdate within 1000 ms/,
+		'd: ... with their pace and the known limits');
+}
+$node->safe_psql('postgres',
+	'ALTER SYSTEM RESET ssl_renegotiate.debug_min_rekey_gap; SELECT pg_reload_conf()');
 
 $node->stop;
 done_testing();

@@ -234,6 +234,11 @@ TLS on 127.0.0.1 besides its usual Unix socket.  Options:
 
 =back
 
+Unless no_preload, the node sets ssl_renegotiate.debug_min_rekey_gap = 0:
+the pace of rotations before min_rekey_gap, which the tests that count
+rotations at small byte limits expect; a test of the pace sets it back to
+-1 in C<conf>.
+
 pg_hba.conf is replaced by: local all/replication trust, and hostssl +
 hostnossl all/replication for 127.0.0.1/32, trust.
 
