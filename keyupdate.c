@@ -265,7 +265,9 @@ sslr_keyupdate_at_exit(void)
 	TimestampTz last;
 	char		how[128];
 
-	if (ku->sent == 0 || !(ku->peer_ended || ClientConnectionLost))
+	/* not when the server ended it (a limit: said by ending.c) */
+	if (ku->sent == 0 || !(ku->peer_ended || ClientConnectionLost) ||
+		sslr_my_slot->stats.tally.terminations > 0)
 		return;
 	last = ku->sent_times[(ku->sent - 1) % SSLR_SENT_TIMES];
 	if (now - last > SSLR_END_AFTER_UPDATE_US)

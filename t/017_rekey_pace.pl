@@ -1,7 +1,7 @@
 
 # The pace of rotations (ssl_renegotiate.min_rekey_gap, and at most 8
 # KeyUpdates of the server's in a row), with the real defaults: this node
-# sets debug_min_rekey_gap back to -1, where SslrTest's nodes set it to 0.
+# leaves debug_min_rekey_gap at -1, where SslrTest's nodes set it to 0.
 #
 #  a. psql over TLS 1.3, byte_limit = 16kB: a 64 MB COPY TO and a 64 MB
 #     COPY FROM.  Each way the key rotates at most elapsed / gap + 2 times
@@ -34,8 +34,8 @@ my $FILLER = 990;
 
 my $node = new_tls_node(
 	'pace',
-	conf => "ssl_renegotiate.byte_limit = 16kB\n"
-	  . "ssl_renegotiate.debug_min_rekey_gap = -1\n"
+	real_pace => 1,
+	conf      => "ssl_renegotiate.byte_limit = 16kB\n"
 	  . "ssl_renegotiate.log_rekeys = on\n"
 	  . "max_wal_size = 1GB\n");
 $node->start;
