@@ -69,6 +69,7 @@ typedef struct SslrKeyUpdateState
 	/* our own KeyUpdates, and how the peer ended (for the line at exit) */
 	TimestampTz sent_times[SSLR_SENT_TIMES];
 	int64		sent;
+	int			last_run;		/* in a row, up to the last one */
 	bool		peer_ended;
 	int			peer_alert;		/* a fatal alert's description, or -1 */
 } SslrKeyUpdateState;
@@ -214,6 +215,7 @@ sslr_keyupdate_sent(TimestampTz now)
 	ku->sent_times[ku->sent % SSLR_SENT_TIMES] = now;
 	ku->sent++;
 	sslr_sent_updates_in_row++;
+	ku->last_run = sslr_sent_updates_in_row;
 }
 
 /* We sent a record of application data: the run is over. */
@@ -280,8 +282,8 @@ sslr_keyupdate_at_exit(void)
 	ereport(LOG_SERVER_ONLY,
 			(errmsg("ssl_renegotiate: connection of pid %d was ended %s %.3f s after the server's last TLS KeyUpdate",
 					MyProcPid, how, (now - last) / 1000000.0),
-			 errdetail("The server sent %d KeyUpdates in the second up to its last, %d in a row without application data between them (%lld in all). Known client limits: GnuTLS ends a connection at the 9th KeyUpdate within 1000 ms, rustls and BoringSSL at the 33rd in a row, Go's crypto/tls after 16 records in a row without application data.",
-					   sslr_sent_in_last_second(), sslr_sent_updates_in_row,
+			 errdetail("The server sent %d KeyUpdates in the second up to its last, the last %d of them in a row without application data between them (%lld in all). Known client limits: GnuTLS ends a connection at the 9th KeyUpdate within 1000 ms, rustls and BoringSSL at the 33rd in a row, Go's crypto/tls after 16 records in a row without application data.",
+					   sslr_sent_in_last_second(), ku->last_run,
 					   (long long) ku->sent),
 			 errhint("ssl_renegotiate.min_rekey_gap (%lld ms in force) bounds the pace; the server sends at most %d KeyUpdates in a row.",
 					 (long long) sslr_min_rekey_gap_ms(), SSLR_MAX_KEY_UPDATES_IN_ROW),

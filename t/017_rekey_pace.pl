@@ -209,7 +209,7 @@ set_system('ssl_renegotiate.debug_min_rekey_gap', '0');
 		'd: the line at exit says the client ended it soon after KeyUpdates');
 	like(
 		slurp_file($node->logfile, $offset),
-		qr/DETAIL:  The server sent \d+ KeyUpdates in the second up to its last, \d+ in a row without application data between them \(\d+ in all\)\. Known client limits: GnuTLS ends a connection at the 9th KeyUpdate within 1000 ms/,
+		qr/DETAIL:  The server sent \d+ KeyUpdates in the second up to its last, the last \d+ of them in a row without application data between them \(\d+ in all\)\. Known client limits: GnuTLS ends a connection at the 9th KeyUpdate within 1000 ms/,
 		'd: ... with their pace and the known limits');
 }
 $node->safe_psql('postgres',
