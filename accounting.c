@@ -185,16 +185,25 @@ sslr_handle_message(int write_p, int content_type, const void *buf, size_t len,
 
 		case SSL3_RT_ALERT:
 			if (len >= 2)
+			{
 				sslr_renegotiation_alert(write_p, p[0], p[1]);
+				if (!write_p && p[0] == SSL3_AL_FATAL)
+					sslr_peer_ended(p[1]);
+			}
 			break;
 
-#ifdef SSL3_RT_INNER_CONTENT_TYPE
 		case SSL3_RT_INNER_CONTENT_TYPE:
-			/* TLS 1.3: a received record's body has been read */
-			if (!early && !write_p && sslr_rbio_behind)
+			/* TLS 1.3, after the record's body (received: read; sent: made) */
+			if (write_p)
+			{
+				/* what our record carries: data ends a run of updates */
+				if (len >= 1 && p[0] == SSL3_RT_APPLICATION_DATA &&
+					unlikely(sslr_sent_updates_in_row != 0))
+					sslr_application_data_sent();
+			}
+			else if (!early && sslr_rbio_behind)
 				sslr_catch_up_received();
 			break;
-#endif
 
 		default:
 			break;

@@ -16,6 +16,9 @@
  * every record (sslr_interval_rearm_pending), so that a long COPY FROM
  * still rotates at its first record after the interval.
  *
+ * The same clocks tell policy.c whether a rotation due now keeps
+ * ssl_renegotiate.min_rekey_gap (sslr_gap_wait_us).
+ *
  * Invariants:
  *	- The handler runs in a signal handler: flags and thresholds only.
  *	- sslr_interval_check only reads the clock and sets flags: it may run
@@ -52,6 +55,10 @@ static TimestampTz sslr_key_since[SSLR_NDIRECTIONS];
 /* the clocks were looked at since the timer was last armed */
 static bool sslr_rearm = false;
 static TimestampTz sslr_next_expiry = 0;	/* 0: none (off, or all expired) */
+
+/* a rotation held by min_rekey_gap: when to look again (0: none) */
+static TimestampTz sslr_wake_at = 0;
+static bool sslr_wake_pending = false;	/* for the next send point to arm */
 
 /*
  * The timer fired; or a setting changed, or the timer was disarmed: have
@@ -119,12 +126,14 @@ sslr_interval_expired(SslrDirection dir)
 void
 sslr_interval_check(void)
 {
-	TimestampTz now;
+	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz next = 0;
 	int64		interval_ms = sslr_interval_ms();
 
 	sslr_due = false;
 	sslr_next_expiry = 0;
+	if (sslr_wake_at != 0 && sslr_wake_at <= now)
+		sslr_wake_at = 0;		/* passed: the I/O that follows looks */
 	if (interval_ms <= 0 || sslr_timeout_id == MAX_TIMEOUTS)
 	{
 		sslr_expired[SSLR_SENT] = sslr_expired[SSLR_RECEIVED] = false;
@@ -132,7 +141,6 @@ sslr_interval_check(void)
 		return;
 	}
 
-	now = GetCurrentTimestamp();
 	for (int dir = 0; dir < SSLR_NDIRECTIONS; dir++)
 	{
 		TimestampTz expiry = TimestampTzPlusMilliseconds(sslr_key_since[dir], interval_ms);
@@ -167,15 +175,55 @@ sslr_interval_rearm_pending(void)
 void
 sslr_interval_arm(void)
 {
+	TimestampTz next;
+
 	if (sslr_due)
 		sslr_interval_check();
-	if (!sslr_rearm || sslr_timeout_id == MAX_TIMEOUTS)
+	if (!(sslr_rearm || sslr_wake_pending) || sslr_timeout_id == MAX_TIMEOUTS)
 		return;
-	sslr_rearm = false;
-	if (sslr_next_expiry != 0)
-		enable_timeout_at(sslr_timeout_id, sslr_next_expiry);
+	sslr_rearm = sslr_wake_pending = false;
+	next = sslr_next_expiry;
+	if (sslr_wake_at != 0 && (next == 0 || sslr_wake_at < next))
+		next = sslr_wake_at;
+	if (next != 0)
+		enable_timeout_at(sslr_timeout_id, next);
 	else if (get_timeout_active(sslr_timeout_id))
 		disable_timeout(sslr_timeout_id, false);
+}
+
+/*
+ * A rotation held by min_rekey_gap may go at this time: have the timer
+ * wake the connection then (the next send point arms it; flags only, so
+ * the inbound path may call this inside OpenSSL).  A connection with
+ * traffic but no send point (COPY FROM) has policy.c's byte re-check.
+ */
+void
+sslr_interval_wake_at(TimestampTz when)
+{
+	if (sslr_wake_at != 0 && sslr_wake_at <= when)
+		return;
+	sslr_wake_at = when;
+	sslr_wake_pending = true;
+}
+
+/*
+ * ssl_renegotiate.min_rekey_gap: microseconds until this direction's key
+ * is that old (0 if it is), and how old it is.  Read the clock only: the
+ * inbound path calls them inside OpenSSL.
+ */
+int64
+sslr_gap_wait_us(SslrDirection dir, TimestampTz now)
+{
+	TimestampTz ends = TimestampTzPlusMilliseconds(sslr_key_since[dir],
+												   sslr_min_rekey_gap_ms());
+
+	return Max(ends - now, 0);
+}
+
+int64
+sslr_key_age_us(SslrDirection dir, TimestampTz now)
+{
+	return Max(now - sslr_key_since[dir], 0);
 }
 
 /*
@@ -186,7 +234,9 @@ sslr_interval_arm(void)
 void
 sslr_interval_comm_reset(void)
 {
-	if (sslr_timeout_id == MAX_TIMEOUTS || sslr_interval_ms() <= 0)
+	if (sslr_timeout_id == MAX_TIMEOUTS ||
+		(sslr_interval_ms() <= 0 && sslr_wake_at == 0))
 		return;
+	sslr_wake_pending = sslr_wake_at != 0;
 	sslr_interval_recheck();
 }

@@ -81,6 +81,15 @@ sslr_interval_ms(void)
 	return (int64) llround(sslr_interval_s * 1000.0);
 }
 
+/* The least time between two rotations of one direction, in force. */
+int64
+sslr_min_rekey_gap_ms(void)
+{
+	if (sslr_debug_rekey_gap_ms >= 0)
+		return sslr_debug_rekey_gap_ms;
+	return sslr_rekey_gap_ms;
+}
+
 char *
 sslr_format_bytes(int64 bytes)
 {

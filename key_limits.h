@@ -28,6 +28,7 @@
 extern int64 sslr_byte_limit_bytes(void);
 extern int64 sslr_hard_limit_bytes(void);
 extern int64 sslr_interval_ms(void);
+extern int64 sslr_min_rekey_gap_ms(void);
 extern bool sslr_old_limit_in_force(void);
 
 /*

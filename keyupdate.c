@@ -14,6 +14,11 @@
  *	  policy.c can ask that much earlier.
  *	- KeyUpdates the peer sends unasked each make us derive a key: a budget
  *	  bounds them (sslr_keyupdate_unasked_allowed).
+ *	- Our own KeyUpdates are counted in a row until we send application
+ *	  data (policy.c stops at SSLR_MAX_KEY_UPDATES_IN_ROW), and their
+ *	  times kept: a client that ends the connection soon after them gets a
+ *	  line at exit with their pace, next to the limits clients are known
+ *	  to have (sslr_keyupdate_at_exit).
  *
  * Invariants:
  *	- OpenSSL's error queue is left as it was found (ERR_set_mark /
@@ -31,6 +36,8 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
+#include "pgstat.h"
 #include "utils/timestamp.h"
 
 #include <openssl/err.h>
@@ -41,6 +48,13 @@
 #include "keyupdate.h"
 #include "settings.h"
 #include "slots.h"
+#include "thresholds.h"
+
+/* our last KeyUpdates' times, for the line at exit */
+#define SSLR_SENT_TIMES 16
+
+/* a connection that ends this soon after our last KeyUpdate gets a line */
+#define SSLR_END_AFTER_UPDATE_US	(2 * USECS_PER_SEC)
 
 /* This connection's key updates. */
 typedef struct SslrKeyUpdateState
@@ -53,9 +67,15 @@ typedef struct SslrKeyUpdateState
 	int64		budget_bytes;
 	TimestampTz budget_time;
 	int64		unasked;
+	/* our own KeyUpdates, and how the peer ended (for the line at exit) */
+	TimestampTz sent_times[SSLR_SENT_TIMES];
+	int64		sent;
+	int			last_run;		/* in a row, up to the last one */
+	bool		peer_ended;
+	int			peer_alert;		/* a fatal alert's description, or -1 */
 } SslrKeyUpdateState;
 
-static SslrKeyUpdateState sslr_keyupdate;
+static SslrKeyUpdateState sslr_keyupdate = {.peer_alert = -1};
 
 /* Is this OpenSSL error a "not now, try at the next safe point"? */
 static bool
@@ -182,4 +202,97 @@ int64
 sslr_keyupdate_unasked(void)
 {
 	return sslr_keyupdate.unasked;
+}
+
+/*
+ * A KeyUpdate of ours went out (inside OpenSSL): one more in a row, until
+ * we send application data again (sslr_keyupdate_data_sent).
+ */
+void
+sslr_keyupdate_sent(TimestampTz now)
+{
+	SslrKeyUpdateState *ku = &sslr_keyupdate;
+
+	ku->sent_times[ku->sent % SSLR_SENT_TIMES] = now;
+	ku->sent++;
+	sslr_sent_updates_in_row++;
+	ku->last_run = sslr_sent_updates_in_row;
+}
+
+/* We sent a record of application data: the run is over. */
+void
+sslr_keyupdate_data_sent(void)
+{
+	sslr_sent_updates_in_row = 0;
+}
+
+/*
+ * The peer ended the connection with a fatal alert (inside OpenSSL): its
+ * description.  An end without one is PostgreSQL's to see (at exit).
+ */
+void
+sslr_keyupdate_peer_ended(int fatal_alert)
+{
+	sslr_keyupdate.peer_ended = true;
+	if (fatal_alert >= 0 && sslr_keyupdate.peer_alert < 0)
+		sslr_keyupdate.peer_alert = fatal_alert;
+}
+
+/* Our KeyUpdates in the second up to the last one, that one included. */
+static int
+sslr_sent_in_last_second(void)
+{
+	const SslrKeyUpdateState *ku = &sslr_keyupdate;
+	TimestampTz last = ku->sent_times[(ku->sent - 1) % SSLR_SENT_TIMES];
+	int			n = 0;
+
+	for (int64 i = ku->sent - 1; i >= 0 && i >= ku->sent - SSLR_SENT_TIMES; i--)
+	{
+		if (last - ku->sent_times[i % SSLR_SENT_TIMES] >= USECS_PER_SEC)
+			break;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * At backend exit, outside OpenSSL: a peer that ended the connection (or
+ * lost it) soon after our KeyUpdates may have refused their pace; say how
+ * fast they came, next to the limits clients are known to have.
+ */
+void
+sslr_keyupdate_at_exit(void)
+{
+	const SslrKeyUpdateState *ku = &sslr_keyupdate;
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz last;
+	char		how[128];
+
+	/*
+	 * Only when the client ended it: a fatal alert, a lost connection, or
+	 * the end of the stream where PostgreSQL read its next message.  Not
+	 * when the server ended it (a limit: said by ending.c).
+	 */
+	if (ku->sent == 0 ||
+		!(ku->peer_ended || ClientConnectionLost ||
+		  pgStatSessionEndCause == DISCONNECT_CLIENT_EOF) ||
+		sslr_my_slot->stats.tally.terminations > 0)
+		return;
+	last = ku->sent_times[(ku->sent - 1) % SSLR_SENT_TIMES];
+	if (now - last > SSLR_END_AFTER_UPDATE_US)
+		return;
+	if (ku->peer_alert >= 0)
+		snprintf(how, sizeof(how), "with a fatal alert (%s) from the client",
+				 SSL_alert_desc_string_long(ku->peer_alert));
+	else
+		strlcpy(how, "by the client without a close_notify", sizeof(how));
+	ereport(LOG_SERVER_ONLY,
+			(errmsg("ssl_renegotiate: connection of pid %d was ended %s %.3f s after the server's last TLS KeyUpdate",
+					MyProcPid, how, (now - last) / 1000000.0),
+			 errdetail("The server sent %d KeyUpdates in the second up to its last, the last %d of them in a row without application data between them (%lld in all). Known client limits: GnuTLS ends a connection at the 9th KeyUpdate within 1000 ms, rustls and BoringSSL at the 33rd in a row, Go's crypto/tls after 16 records in a row without application data.",
+					   sslr_sent_in_last_second(), ku->last_run,
+					   (long long) ku->sent),
+			 errhint("ssl_renegotiate.min_rekey_gap (%lld ms in force) bounds the pace; the server sends at most %d KeyUpdates in a row.",
+					 (long long) sslr_min_rekey_gap_ms(), SSLR_MAX_KEY_UPDATES_IN_ROW),
+			 errhidestmt(true), errhidecontext(true)));
 }

@@ -28,5 +28,9 @@ extern SslrAttempt sslr_keyupdate_request(SSL *ssl);
 extern int64 sslr_keyupdate_answered(TimestampTz now);
 extern bool sslr_keyupdate_unasked_allowed(TimestampTz now);
 extern int64 sslr_keyupdate_unasked(void);
+extern void sslr_keyupdate_sent(TimestampTz now);
+extern void sslr_keyupdate_data_sent(void);
+extern void sslr_keyupdate_peer_ended(int fatal_alert);
+extern void sslr_keyupdate_at_exit(void);
 
 #endif							/* SSLR_KEYUPDATE_H */

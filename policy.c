@@ -10,6 +10,18 @@
  * its own clock.  A direction that carries more than
  * ssl_renegotiate.hard_limit under one key ends the connection.
  *
+ * The pace (sslr_pace): a rotation due waits until the last one of each
+ * key it changes is ssl_renegotiate.min_rekey_gap old (a request to the
+ * client, and a TLS 1.2 renegotiation, change ours too), and a TLS 1.3
+ * one until we have sent application data, once SSLR_MAX_KEY_UPDATES_IN_ROW
+ * KeyUpdates of ours went out in a row.  Only the cipher's record limit
+ * goes past both.  A held direction is looked at again (recheck_at) after
+ * about half the bytes its current rate brings before the gap ends, so the
+ * hot paths keep their one comparison and the clock is read a few times a
+ * gap.  What a held direction carries does not count against hard_limit,
+ * nor does what it carried before the rotation started late (hard_slack):
+ * the hard limit is for peers that do not rotate when asked.
+ *
  * The hot paths compare the counters of the current key with the
  * thresholds (thresholds.h); sslr_recompute sets them whenever something
  * they depend on changes (a rotation, a setting, the interval timer, a safe
@@ -63,9 +75,25 @@ typedef struct SslrPolicyState
 	bool		rotation_blocked[SSLR_NDIRECTIONS]; /* failed: wait for a new key */
 	bool		requested[SSLR_NDIRECTIONS];	/* an operator asked for a new key */
 	bool		tls12_warned;	/* "warn" said its line */
+	/* the pace (see the file header) */
+	bool		held[SSLR_NDIRECTIONS]; /* due, and held back */
+	int64		recheck_at[SSLR_NDIRECTIONS];	/* held: bytes to look again at */
+	TimestampTz held_until[SSLR_NDIRECTIONS];	/* ... and when (0: data) */
+	int64		hard_slack[SSLR_NDIRECTIONS];	/* bytes the rotation started late */
 } SslrPolicyState;
 
-static SslrPolicyState sslr_policy = {.cipher_record_limit = SSLR_NO_LIMIT};
+/* What a due rotation does now. */
+typedef enum SslrPace
+{
+	SSLR_PACE_GO,
+	SSLR_PACE_GAP,				/* wait for min_rekey_gap */
+	SSLR_PACE_DATA				/* wait until we send application data */
+} SslrPace;
+
+static SslrPolicyState sslr_policy = {
+	.cipher_record_limit = SSLR_NO_LIMIT,
+	.recheck_at = {SSLR_NO_LIMIT, SSLR_NO_LIMIT},
+};
 
 static void sslr_recompute(void);
 
@@ -103,6 +131,103 @@ sslr_rotation_trigger(SslrDirection dir)
 	return limit;
 }
 
+/* The hard limit of this direction now: 0 (none) while it is held. */
+static int64
+sslr_hard_limit_for(SslrDirection dir)
+{
+	int64		hard = sslr_hard_limit_bytes();
+
+	if (hard <= 0 || sslr_policy.held[dir])
+		return 0;
+	return hard + sslr_policy.hard_slack[dir];
+}
+
+/* Bytes this direction carries in wait_us at its rate under this key. */
+static int64
+sslr_bytes_in(SslrDirection dir, int64 wait_us, TimestampTz now)
+{
+	double		age_us = (double) Max(sslr_key_age_us(dir, now), 1);
+	double		bytes = (double) sslr_my_slot->stats.bytes_under_key[dir] *
+		(double) wait_us / age_us;
+
+	return bytes < 1.0 ? 1 : bytes > 1e15 ? (int64) 1e15 : (int64) bytes;
+}
+
+/*
+ * A rotation of this direction is due: may it start now?  Reads the clock
+ * and sets flags only (the inbound path calls it inside OpenSSL).
+ */
+static SslrPace
+sslr_pace(SslrDirection dir)
+{
+	SslrPolicyState *policy = &sslr_policy;
+	const SslrConnStats *stats = &sslr_my_slot->stats;
+	TimestampTz now;
+	int64		wait_us;
+	SslrPace	pace = SSLR_PACE_GO;
+
+	policy->recheck_at[dir] = SSLR_NO_LIMIT;
+	policy->held_until[dir] = 0;
+
+	/*
+	 * Unpaced: the cipher's record limit (RFC 8446 5.5 and 9846 require the
+	 * new key there), and what is no rotation ("warn" and "terminate").
+	 */
+	if (stats->records_under_key[dir] >= policy->cipher_record_limit ||
+		(!policy->tls13 && sslr_tls12_action() != SSLR_TLS12_RENEGOTIATE))
+		pace = SSLR_PACE_GO;
+	else if (policy->tls13 && sslr_sent_updates_in_row >= SSLR_MAX_KEY_UPDATES_IN_ROW)
+		pace = SSLR_PACE_DATA;
+	else
+	{
+		now = GetCurrentTimestamp();
+		wait_us = sslr_gap_wait_us(dir, now);
+		/* a request to the client, and a renegotiation, change ours too */
+		if (dir == SSLR_RECEIVED || !policy->tls13)
+			wait_us = Max(wait_us, Max(sslr_gap_wait_us(SSLR_SENT, now),
+									   sslr_gap_wait_us(SSLR_RECEIVED, now)));
+		if (wait_us > 0)
+		{
+			pace = SSLR_PACE_GAP;
+			policy->recheck_at[dir] = stats->bytes_under_key[dir] +
+				sslr_bytes_in(dir, wait_us / 2, now);
+			policy->held_until[dir] = now + wait_us;
+			sslr_interval_wake_at(now + wait_us);
+		}
+	}
+
+	if (pace != SSLR_PACE_GO)
+	{
+		policy->held[dir] = true;
+		return pace;
+	}
+	policy->held[dir] = false;
+	policy->hard_slack[dir] = Max(stats->bytes_under_key[dir] -
+								  sslr_rotation_trigger(dir), 0);
+	return SSLR_PACE_GO;
+}
+
+/*
+ * At either safe point: a direction held for the gap that has passed
+ * looks again (its threshold was set for further on; the timer that woke
+ * us zeroed it only until the next recompute).
+ */
+static void
+sslr_release_passed_holds(void)
+{
+	SslrPolicyState *policy = &sslr_policy;
+	TimestampTz now;
+
+	if (!(policy->held[SSLR_SENT] && policy->held_until[SSLR_SENT] != 0) &&
+		!(policy->held[SSLR_RECEIVED] && policy->held_until[SSLR_RECEIVED] != 0))
+		return;
+	now = GetCurrentTimestamp();
+	for (int dir = 0; dir < SSLR_NDIRECTIONS; dir++)
+		if (policy->held[dir] && policy->held_until[dir] != 0 &&
+			policy->held_until[dir] <= now)
+			policy->held[dir] = false;
+}
+
 static bool
 sslr_rotation_due(SslrDirection dir)
 {
@@ -114,14 +239,29 @@ sslr_rotation_due(SslrDirection dir)
 		sslr_policy.requested[dir];
 }
 
+/*
+ * Is a rotation of this direction due, and may it start now?  One held by
+ * the pace is looked at again (recheck_at, or when we send data), and its
+ * hard limit waits (sslr_hard_limit_for).
+ */
+static bool
+sslr_rotation_goes(SslrDirection dir)
+{
+	if (!sslr_may_rotate(dir) || !sslr_rotation_due(dir))
+	{
+		sslr_policy.held[dir] = false;	/* nothing to hold */
+		return false;
+	}
+	return sslr_pace(dir) == SSLR_PACE_GO;
+}
+
 /* The values the hot paths compare with, from everything they depend on. */
 static void
 sslr_recompute(void)
 {
-	int64		hard = sslr_hard_limit_bytes();
-
 	for (int dir = 0; dir < SSLR_NDIRECTIONS; dir++)
 	{
+		int64		hard = sslr_hard_limit_for(dir);
 		int64		bytes = hard > 0 ? hard + 1 : SSLR_NO_LIMIT;
 		int64		records = SSLR_NO_LIMIT;
 
@@ -133,6 +273,9 @@ sslr_recompute(void)
 			records = sslr_policy.cipher_record_limit;
 			if (sslr_interval_expired(dir) || sslr_policy.requested[dir])
 				bytes = 0;
+			/* held: look again further on, or when we send data */
+			if (sslr_policy.held[dir])
+				bytes = sslr_policy.recheck_at[dir];
 		}
 		sslr_attention_bytes[dir] = bytes;
 		sslr_attention_records[dir] = records;
@@ -189,6 +332,8 @@ sslr_retire_key(SslrDirection dir, TimestampTz now, bool peer_initiated,
 
 	sslr_interval_key_changed(dir, now);
 	sslr_policy.rotation_blocked[dir] = false;
+	sslr_policy.held[dir] = false;
+	sslr_policy.hard_slack[dir] = 0;
 	sslr_queue_rekey_log(dir, peer_initiated, bytes, duration_us);
 	if (sslr_policy.requested[dir])
 		sslr_request_carried_out(dir);
@@ -216,6 +361,8 @@ sslr_key_rotated(SSL *ssl, SslrDirection dir)
 			sslr_defer_termination(ssl, SSLR_END_KEY_UPDATE_FLOOD,
 								   sslr_keyupdate_unasked());
 	}
+	else if (dir == SSLR_SENT)
+		sslr_keyupdate_sent(now);
 
 	sslr_retire_key(dir, now, peer_initiated, duration_us);
 	if (sslr_policy.ssl != NULL)
@@ -270,8 +417,32 @@ sslr_rekey_requested(SSL *ssl pg_attribute_unused())
 	{
 		policy->requested[dir] = true;
 		policy->rotation_blocked[dir] = false;	/* a fresh attempt */
+		policy->held[dir] = false;	/* look at the pace again */
 	}
 	sslr_recompute();
+}
+
+/*
+ * We sent a record of application data after KeyUpdates of ours (inside
+ * OpenSSL): the run is over, and a rotation it held may go.
+ */
+void
+sslr_application_data_sent(void)
+{
+	bool		was_held = sslr_sent_updates_in_row >= SSLR_MAX_KEY_UPDATES_IN_ROW;
+
+	sslr_keyupdate_data_sent();
+	if (!was_held || sslr_policy.ssl == NULL)
+		return;
+	sslr_policy.held[SSLR_SENT] = sslr_policy.held[SSLR_RECEIVED] = false;
+	sslr_recompute();
+}
+
+/* The client ended the connection, with a fatal alert (>= 0) or not. */
+void
+sslr_peer_ended(int fatal_alert)
+{
+	sslr_keyupdate_peer_ended(fatal_alert);
 }
 
 /* A rotation attempt failed for good: count it, retry after the next key. */
@@ -292,7 +463,7 @@ void
 sslr_receive_attention(SSL *ssl)
 {
 	const SslrConnStats *stats = &sslr_my_slot->stats;
-	int64		hard = sslr_hard_limit_bytes();
+	int64		hard;
 
 	/* not yet authenticated: nothing may happen before attach */
 	if (sslr_policy.ssl == NULL || ssl != sslr_policy.ssl)
@@ -301,9 +472,10 @@ sslr_receive_attention(SSL *ssl)
 	/* flags only: the timer is armed at the next send point */
 	if (sslr_interval_due() || sslr_interval_rearm_pending())
 		sslr_interval_check();
+	sslr_release_passed_holds();
 
 	/* a rotation that may still be tried comes before the hard limit */
-	if (sslr_may_rotate(SSLR_RECEIVED) && sslr_rotation_due(SSLR_RECEIVED))
+	if (sslr_rotation_goes(SSLR_RECEIVED))
 	{
 		if (sslr_policy.tls13)
 		{
@@ -328,7 +500,8 @@ sslr_receive_attention(SSL *ssl)
 			sslr_defer_termination(ssl, SSLR_END_TLS12,
 								   stats->bytes_under_key[SSLR_RECEIVED]);
 	}
-	else if (hard > 0 && stats->bytes_under_key[SSLR_RECEIVED] > hard)
+	else if ((hard = sslr_hard_limit_for(SSLR_RECEIVED)) > 0 &&
+			 stats->bytes_under_key[SSLR_RECEIVED] > hard)
 		sslr_defer_termination(ssl, SSLR_END_HARD_LIMIT,
 							   stats->bytes_under_key[SSLR_RECEIVED]);
 	sslr_recompute();
@@ -359,15 +532,16 @@ void
 sslr_policy_send_point(bool may_block)
 {
 	const SslrConnStats *stats = &sslr_my_slot->stats;
-	int64		hard = sslr_hard_limit_bytes();
+	int64		hard;
 
 	if (sslr_safe_point_work)
 		sslr_do_safe_point_work();
 	if (sslr_interval_due())
 		sslr_interval_check();
+	sslr_release_passed_holds();
 
 	/* as on the inbound path: a rotation first, if one may be tried */
-	if (sslr_may_rotate(SSLR_SENT) && sslr_rotation_due(SSLR_SENT))
+	if (sslr_rotation_goes(SSLR_SENT))
 	{
 		if (sslr_policy.tls13)
 		{
@@ -388,7 +562,8 @@ sslr_policy_send_point(bool may_block)
 			sslr_terminate(SSLR_SENT, sslr_policy.requested[SSLR_SENT] ?
 						   SSLR_END_TLS12_REQUEST : SSLR_END_TLS12);
 	}
-	else if (hard > 0 && stats->bytes_under_key[SSLR_SENT] > hard)
+	else if ((hard = sslr_hard_limit_for(SSLR_SENT)) > 0 &&
+			 stats->bytes_under_key[SSLR_SENT] > hard)
 		sslr_terminate(SSLR_SENT, SSLR_END_HARD_LIMIT);
 	if (sslr_safe_point_work)
 		sslr_do_safe_point_work();
@@ -415,6 +590,7 @@ sslr_policy_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unuse
 	sslr_safe_point_work = false;
 
 	sslr_ending_at_exit();
+	sslr_keyupdate_at_exit();
 	sslr_renegotiation_at_exit(sslr_policy.cipher_record_limit);
 }
 

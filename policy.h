@@ -28,5 +28,7 @@ extern void sslr_receive_attention(SSL *ssl);
 extern void sslr_key_rotated(SSL *ssl, SslrDirection dir);
 extern void sslr_handshake_message(int write_p, int msg_type);
 extern void sslr_rekey_requested(SSL *ssl);
+extern void sslr_application_data_sent(void);
+extern void sslr_peer_ended(int fatal_alert);
 
 #endif							/* SSLR_POLICY_H */

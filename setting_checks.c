@@ -246,6 +246,23 @@ sslr_check_interval(double *newval, void **extra pg_attribute_unused(),
 }
 
 /*
+ * The floor of min_rekey_gap: refused below it, with the reason; tests
+ * that need the old pace use debug_min_rekey_gap.
+ */
+static bool
+sslr_check_min_rekey_gap(int *newval, void **extra pg_attribute_unused(),
+						 GucSource source pg_attribute_unused())
+{
+	if (*newval >= SSLR_MIN_REKEY_GAP_MS_FLOOR)
+		return true;
+	GUC_check_errmsg("ssl_renegotiate.min_rekey_gap cannot be %dms: the smallest value is %dms",
+					 *newval, SSLR_MIN_REKEY_GAP_MS_FLOOR);
+	GUC_check_errdetail("GnuTLS clients end a connection at the 9th key update within a second, and OpenSSL is to refuse key updates less than 100ms apart; rotating faster than about once a second adds no safety.");
+	GUC_check_errhint("ssl_renegotiate.byte_limit still asks for a new key after that many bytes: the gap only delays it.");
+	return false;
+}
+
+/*
  * The old name: from the files only (ALTER SYSTEM is refused, so that no
  * new configuration uses it).  The postmaster says what it does at each
  * load that reads it, once for the whole server.
@@ -391,6 +408,25 @@ sslr_settings_define(void)
 							SSLR_MAX_PEER_KEY_UPDATES_DEFAULT, 0, INT_MAX,
 							PGC_SUSET,
 							0,
+							NULL, sslr_assign_policy_setting, NULL);
+
+	DefineCustomIntVariable("ssl_renegotiate.min_rekey_gap",
+							"Sets the least time between two rotations of a direction's TLS keys that the server starts.",
+							"A rotation due sooner (by bytes, interval or request) waits for it; the cipher's record limit does not. At least 250ms.",
+							&sslr_rekey_gap_ms,
+							SSLR_MIN_REKEY_GAP_MS_DEFAULT, 0, SSLR_MIN_REKEY_GAP_MS_MAX,
+							PGC_SUSET,
+							GUC_UNIT_MS,
+							sslr_check_min_rekey_gap, sslr_assign_policy_setting, NULL);
+
+	DefineCustomIntVariable("ssl_renegotiate.debug_min_rekey_gap",
+							"For tests only: overrides ssl_renegotiate.min_rekey_gap, down to 0.",
+							"-1 uses ssl_renegotiate.min_rekey_gap.",
+							&sslr_debug_rekey_gap_ms,
+							SSLR_DEBUG_MIN_REKEY_GAP_UNSET, SSLR_DEBUG_MIN_REKEY_GAP_UNSET,
+							SSLR_MIN_REKEY_GAP_MS_MAX,
+							PGC_SUSET,
+							GUC_UNIT_MS | GUC_NOT_IN_SAMPLE,
 							NULL, sslr_assign_policy_setting, NULL);
 
 	DefineCustomIntVariable("ssl_renegotiate.max_database_role_totals",

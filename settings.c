@@ -23,6 +23,8 @@ double		sslr_old_limit_kb = SSLR_OLD_LIMIT_UNSET;
 int			sslr_tls12_policy = SSLR_TLS12_DEFAULT;
 bool		sslr_log_rekeys = SSLR_LOG_REKEYS_DEFAULT;
 int			sslr_max_peer_key_updates = SSLR_MAX_PEER_KEY_UPDATES_DEFAULT;
+int			sslr_rekey_gap_ms = SSLR_MIN_REKEY_GAP_MS_DEFAULT;
+int			sslr_debug_rekey_gap_ms = SSLR_DEBUG_MIN_REKEY_GAP_UNSET;
 
 GucSource	sslr_byte_limit_source = PGC_S_DEFAULT;
 GucSource	sslr_hard_limit_source = PGC_S_DEFAULT;

@@ -35,6 +35,26 @@
 #define SSLR_MAX_PEER_KEY_UPDATES_DEFAULT 32
 
 /*
+ * The least time between two rotations of one direction's key that the
+ * extension starts (docs/settings.md says why 1s, and why not below
+ * 250ms); debug_min_rekey_gap, for tests only, overrides it (-1: does not).
+ */
+#define SSLR_MIN_REKEY_GAP_MS_DEFAULT	1000
+#define SSLR_MIN_REKEY_GAP_MS_FLOOR		250
+#define SSLR_MIN_REKEY_GAP_MS_MAX		3600000 /* an hour */
+#define SSLR_DEBUG_MIN_REKEY_GAP_UNSET	(-1)
+
+/*
+ * KeyUpdates the server sends in a row, with no application data of its
+ * own between them, before it stops starting more (policy.c): GnuTLS ends
+ * a connection at the 9th within a second, rustls and BoringSSL at the 33rd
+ * in a row, Go's crypto/tls after 16 records in a row that carry no data.
+ * Only the cipher's record limit goes past it (RFC 8446 5.5 then requires
+ * the new key).
+ */
+#define SSLR_MAX_KEY_UPDATES_IN_ROW	8
+
+/*
  * The smallest values other than 0 (off), and the largest.  byte_limit and
  * interval: one of their unit, so that nothing typed rounds to "off".
  * hard_limit: the margin it must leave above byte_limit (key_limits.h), so
@@ -66,6 +86,8 @@ extern double sslr_old_limit_kb;	/* the 1.0 name of byte_limit */
 extern int	sslr_tls12_policy;	/* an SslrTls12Policy */
 extern bool sslr_log_rekeys;
 extern int	sslr_max_peer_key_updates;
+extern int	sslr_rekey_gap_ms;
+extern int	sslr_debug_rekey_gap_ms;
 
 /* where the current byte_limit and hard_limit came from */
 extern GucSource sslr_byte_limit_source;

@@ -19,4 +19,6 @@
 volatile int64 sslr_attention_bytes[SSLR_NDIRECTIONS] = {SSLR_NO_LIMIT, SSLR_NO_LIMIT};
 volatile int64 sslr_attention_records[SSLR_NDIRECTIONS] = {SSLR_NO_LIMIT, SSLR_NO_LIMIT};
 
+int			sslr_sent_updates_in_row = 0;
+
 bool		sslr_safe_point_work = false;

@@ -24,6 +24,13 @@
 extern SSLR_HOT_DATA volatile int64 sslr_attention_bytes[SSLR_NDIRECTIONS];
 extern SSLR_HOT_DATA volatile int64 sslr_attention_records[SSLR_NDIRECTIONS];
 
+/*
+ * Our KeyUpdates since the last record of application data we sent
+ * (keyupdate.c counts them); the record callback compares it with 0 at
+ * each record of ours that carries data.
+ */
+extern SSLR_HOT_DATA int sslr_sent_updates_in_row;
+
 /* Something to do at the next send point: log lines, checks, a handshake. */
 extern bool sslr_safe_point_work;
 

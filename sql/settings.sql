@@ -92,6 +92,23 @@ ALTER SYSTEM SET ssl_renegotiate.hard_limit = '1kB';
 \echo :LAST_ERROR_SQLSTATE
 ALTER SYSTEM SET ssl_renegotiate.interval = '400ms';
 \echo :LAST_ERROR_SQLSTATE
+-- min_rekey_gap has a floor of 250ms (GnuTLS allows 8 key updates a
+-- second, OpenSSL is to refuse them 100ms apart): refused from every level
+SET ssl_renegotiate.min_rekey_gap = '100ms';
+\echo :LAST_ERROR_SQLSTATE
+SET ssl_renegotiate.min_rekey_gap = 0;
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET ssl_renegotiate.min_rekey_gap = '100ms';
+\echo :LAST_ERROR_SQLSTATE
+ALTER ROLE regress_sslr_settings SET ssl_renegotiate.min_rekey_gap = '249ms';
+\echo :LAST_ERROR_SQLSTATE
+-- ... while the floor itself, and the developer setting down to 0, are taken
+SET ssl_renegotiate.min_rekey_gap = '250ms';
+SHOW ssl_renegotiate.min_rekey_gap;
+SET ssl_renegotiate.debug_min_rekey_gap = 0;
+SHOW ssl_renegotiate.debug_min_rekey_gap;
+RESET ssl_renegotiate.min_rekey_gap;
+RESET ssl_renegotiate.debug_min_rekey_gap;
 SELECT setrole::regrole, setdatabase <> 0 AS database, c AS setting
 FROM pg_db_role_setting, unnest(setconfig) AS c
 WHERE c LIKE 'ssl\_renegotiate.%';

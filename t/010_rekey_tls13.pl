@@ -337,8 +337,21 @@ cmp_ok(($r2->{rekeys_received} + 1) * $r2->{max_received_per_key},
 	'>=', $r2->{bytes_received},
 	'a: (rekeys_received + 1) * max_received_per_key >= bytes_received');
 cmp_ok($r2->{max_received_per_key}, '>', 0, 'a: max_received_per_key > 0');
-cmp_ok($r2->{max_received_per_key}, '<=', 64 * 1024 * 1024,
-	'a: max_received_per_key <= 64 MB (libpq answers late, but it answers)');
+# Once 8 requests went out in a row (each a KeyUpdate of the server's, with
+# no data of its own between them), the server asks no more until it sends
+# data (docs/settings.md, min_rekey_gap): the rest of the COPY then goes
+# under one key, and only libpq's lag before that is bounded.
+my $requests_a = $r2->{rekeys_sent} - $r1->{rekeys_sent};
+if ($requests_a < 8)
+{
+	cmp_ok($r2->{max_received_per_key}, '<=', 64 * 1024 * 1024,
+		'a: max_received_per_key <= 64 MB (libpq answers late, but it answers)');
+}
+else
+{
+	cmp_ok($r2->{max_received_per_key}, '<=', $recv_a,
+		'a: max_received_per_key <= the COPY (8 requests in a row: the server asked no more)');
+}
 # Each request the server sends is a KeyUpdate(update_requested), which
 # rotates the server's sending key as well: COPY FROM rotates the sending
 # side about as often as the client rotates.
@@ -373,9 +386,13 @@ cmp_ok($own[0], '>=', $r2->{rekeys_sent},
 	'a: own row via pg_backend_pid(): rekeys_sent');
 cmp_ok($own[1], '>=', $r2->{rekeys_received},
 	'a: own row via pg_backend_pid(): rekeys_received');
-is("$own[2]|$own[3]",
-	"$r2->{max_sent_per_key}|$r2->{max_received_per_key}",
-	'a: own row via pg_backend_pid(): max per key each way');
+# The client's key may change only now: once 8 requests went out in a row
+# during COPY FROM, the server asks again after it has sent data (the
+# CommandComplete), so the key the COPY ended under retires with this query.
+is($own[2], $r2->{max_sent_per_key},
+	'a: own row via pg_backend_pid(): max_sent_per_key');
+cmp_ok($own[3], '>=', $r2->{max_received_per_key},
+	'a: own row via pg_backend_pid(): max_received_per_key');
 
 $s->query_safe('DROP TABLE dst');
 ok(wait_idle($node, $pid), 'a: session idle at the end');

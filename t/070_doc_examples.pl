@@ -36,7 +36,7 @@ use DocExamples qw(examples doc_files output_mismatch);
 my $top = getcwd();
 
 # max_connections as docs/reference.md's shared memory example says
-my $node = new_tls_node('docs', conf => 'max_connections = 100');
+my $node = new_tls_node('docs', real_pace => 1, conf => 'max_connections = 100');
 $node->start;
 $node->safe_psql(
 	'postgres', q{

@@ -230,9 +230,16 @@ TLS on 127.0.0.1 besides its usual Unix socket.  Options:
 
 =item conf => string appended to postgresql.conf last
 
+=item real_pace => 1  -- leave ssl_renegotiate.debug_min_rekey_gap at its default (see below)
+
 =item extra => [ initdb options ]  (passed to init)
 
 =back
+
+Unless no_preload or real_pace, the node sets
+ssl_renegotiate.debug_min_rekey_gap = 0: the pace of rotations before
+min_rekey_gap, which the tests that count rotations at small byte limits
+expect.
 
 pg_hba.conf is replaced by: local all/replication trust, and hostssl +
 hostnossl all/replication for 127.0.0.1/32, trust.
@@ -262,6 +269,10 @@ sub new_tls_node
 	  . "ssl_ca_file = '$certs->{ca_crt}'\n";
 	$conf .= "shared_preload_libraries = 'ssl_renegotiate'\n"
 	  unless $opts{no_preload};
+	# The old pace: tests count rotations at small byte limits (a test of
+	# the pace itself sets it back to -1, min_rekey_gap's).
+	$conf .= "ssl_renegotiate.debug_min_rekey_gap = 0\n"
+	  unless $opts{no_preload} || $opts{real_pace};
 	$conf .= "$opts{conf}\n" if defined $opts{conf};
 	$node->append_conf('postgresql.conf', $conf);
 

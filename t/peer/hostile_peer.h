@@ -78,6 +78,7 @@ extern int	connect_and_start(const char *host, int port, const char *user,
 extern void say_tcp_counts(void);
 extern void drain_and_say_tcp_counts(void);
 extern void say_tls_counts(void);
+extern long key_updates_sent_so_far(void);
 
 /* keyupdates.c: TLS 1.3 key updates */
 extern enum outcome send_key_update(int type);
@@ -94,7 +95,8 @@ extern enum outcome mode_read_large(long bytes);
 extern enum outcome mode_keyupdate_interleaved(long n);
 extern enum outcome mode_never_answer(long mb, const char *table, long stall_kb);
 extern enum outcome mode_copy_keyupdates(long mb, const char *table);
-extern enum outcome mode_copy_answering(long seconds, const char *table);
+extern enum outcome mode_copy_answering(long seconds, const char *table,
+									   int then_query);
 
 /* stalls.c: a peer that does not read, or says nothing */
 extern enum outcome mode_late_reader(long rows);

@@ -46,6 +46,11 @@
  *                                 (without blocking) after each row so that
  *                                 the server's KeyUpdate requests are
  *                                 answered promptly
+ *   copy-answering-then-query SECONDS
+ *                                 the same, then "SELECT 1" twice: the
+ *                                 server sent data again, so it may ask for
+ *                                 a new key, which the second one carries
+ *                                 (key_updates_sent_after_copy=N)
  *   late-reader ROWS              SELECT repeat('x', 70000) FROM
  *                                 generate_series(1, ROWS), then hold
  *                                 ("query_sent") before reading anything: a
@@ -161,6 +166,7 @@ usage(void)
 			"       never-answer MB | stall-after KB | renegotiate |\n"
 			"       refuse-renegotiation [BYTES] | read-large BYTES |\n"
 			"       keyupdate-interleaved N | copy-keyupdates MB | copy-answering SECONDS |\n"
+			"       copy-answering-then-query SECONDS |\n"
 			"       late-reader ROWS | hold-before-reading PAD | idle-then-query | silence\n");
 	exit(2);
 }
@@ -268,7 +274,9 @@ main(int argc, char **argv)
 	else if (strcmp(mode, "copy-keyupdates") == 0 && arg > 0 && every_kb > 0)
 		o = mode_copy_keyupdates(arg, table);
 	else if (strcmp(mode, "copy-answering") == 0 && arg > 0)
-		o = mode_copy_answering(arg, table);
+		o = mode_copy_answering(arg, table, 0);
+	else if (strcmp(mode, "copy-answering-then-query") == 0 && arg > 0)
+		o = mode_copy_answering(arg, table, 1);
 	else if (strcmp(mode, "late-reader") == 0 && arg > 0)
 		o = mode_late_reader(arg);
 	else if (strcmp(mode, "hold-before-reading") == 0 && arg > 0)

@@ -248,7 +248,7 @@ mode_copy_keyupdates(long mb, const char *table)
  * socket while it sends does.
  */
 enum outcome
-mode_copy_answering(long seconds, const char *table)
+mode_copy_answering(long seconds, const char *table, int then_query)
 {
 	enum outcome o;
 	unsigned char *msg;
@@ -286,5 +286,15 @@ mode_copy_answering(long seconds, const char *table)
 	say("copy_seconds=%.3f", now_seconds() - start);
 	if (o != OUT_OK)
 		return o;
-	return finish_copy();
+	o = finish_copy();
+	if (o == OUT_OK && then_query)
+	{
+		long		before = key_updates_sent_so_far();
+		struct qres r;
+
+		for (int i = 0; i < 2 && o == OUT_OK; i++)
+			o = run_query("SELECT 1", "after_copy", &r);
+		say("key_updates_sent_after_copy=%ld", key_updates_sent_so_far() - before);
+	}
+	return o;
 }

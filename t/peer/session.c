@@ -24,8 +24,13 @@
 static long key_updates_written = 0;
 static long key_updates_read = 0;
 static long handshakes_completed = 0;
+static long key_updates_read_in_row = 0;	/* since the server's last data */
+static long key_updates_read_max_in_row = 0;
 
-/* Count KeyUpdate messages both ways. */
+/*
+ * Count KeyUpdate messages both ways, and the server's in a row without
+ * application data between them (TLS 1.3: a record's inner content type).
+ */
 static void
 on_tls_message(int write_p, int version, int content_type, const void *buf,
 			   size_t len, SSL *s, void *arg)
@@ -40,8 +45,23 @@ on_tls_message(int write_p, int version, int content_type, const void *buf,
 		if (write_p)
 			key_updates_written++;
 		else
+		{
 			key_updates_read++;
+			key_updates_read_in_row++;
+			if (key_updates_read_in_row > key_updates_read_max_in_row)
+				key_updates_read_max_in_row = key_updates_read_in_row;
+		}
 	}
+	else if (content_type == SSL3_RT_INNER_CONTENT_TYPE && !write_p &&
+			 len >= 1 && p[0] == SSL3_RT_APPLICATION_DATA)
+		key_updates_read_in_row = 0;
+}
+
+/* KeyUpdates we sent so far. */
+long
+key_updates_sent_so_far(void)
+{
+	return key_updates_written;
 }
 
 /* Count completed handshakes (the first, and each renegotiation). */
@@ -114,6 +134,7 @@ say_tls_counts(void)
 {
 	say("key_updates_sent_total=%ld", key_updates_written);
 	say("key_updates_received_total=%ld", key_updates_read);
+	say("key_updates_received_max_in_row=%ld", key_updates_read_max_in_row);
 	say("renegotiations_completed=%ld",
 		handshakes_completed > 0 ? handshakes_completed - 1 : 0);
 }
