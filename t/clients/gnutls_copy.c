@@ -33,6 +33,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <netdb.h>
@@ -223,6 +224,22 @@ gc_key_update_hook(gnutls_session_t session, unsigned int htype, unsigned when,
 	return 0;
 }
 
+/*
+ * The socket is non-blocking (so that reading what is there during a COPY
+ * FROM never waits for application data that will not come): wait until
+ * GnuTLS can go on the way it last wanted to.
+ */
+static void
+gc_wait_io(void)
+{
+	struct pollfd p;
+
+	p.fd = gc_fd;
+	p.events = gnutls_record_get_direction(gc_session) ? POLLOUT : POLLIN;
+	p.revents = 0;
+	(void) poll(&p, 1, 60000);
+}
+
 /* Runs (or resumes) a handshake to its end. */
 static void
 gc_handshake(const char *what)
@@ -253,6 +270,11 @@ gc_handshake(const char *what)
 				gc_in_len += (size_t) n;
 			else if (n < 0 && gnutls_error_is_fatal((int) n))
 				gc_fail_tls((int) n, what);
+			continue;
+		}
+		if (ret == GNUTLS_E_AGAIN || ret == GNUTLS_E_INTERRUPTED)
+		{
+			gc_wait_io();
 			continue;
 		}
 		if (gnutls_error_is_fatal(ret))
@@ -311,6 +333,8 @@ gc_connect(void)
 		gnutls_session_set_verify_cert(gc_session, "localhost", 0);
 	gnutls_handshake_set_hook_function(gc_session, GNUTLS_HANDSHAKE_KEY_UPDATE,
 									   GNUTLS_HOOK_POST, gc_key_update_hook);
+	if (fcntl(gc_fd, F_SETFL, fcntl(gc_fd, F_GETFL) | O_NONBLOCK) != 0)
+		gc_fail("EFCNTL", "O_NONBLOCK: %s", strerror(errno));
 	gnutls_transport_set_int(gc_session, gc_fd);
 	gnutls_handshake_set_timeout(gc_session, GNUTLS_DEFAULT_HANDSHAKE_TIMEOUT);
 	gc_handshake("handshake");
@@ -318,11 +342,13 @@ gc_connect(void)
 }
 
 /*
- * Reads one more piece of decrypted data into gc_in: blocks until the
- * server sends.  A HelloRequest (TLS 1.2) is answered with a handshake.
+ * Reads one more piece of decrypted data into gc_in: waits until the
+ * server sends some, unless nowait (then returns 0 when there is none, 1
+ * otherwise).  A KeyUpdate is taken in passing by GnuTLS; a HelloRequest
+ * (TLS 1.2) is answered with a handshake.
  */
-static void
-gc_fill(void)
+static int
+gc_fill(int nowait)
 {
 	ssize_t		n;
 
@@ -350,7 +376,7 @@ gc_fill(void)
 		if (n > 0)
 		{
 			gc_in_len += (size_t) n;
-			return;
+			return 1;
 		}
 		if (n == 0)
 			gc_fail("EOF", "the server closed the connection");
@@ -361,7 +387,12 @@ gc_fill(void)
 			continue;
 		}
 		if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED)
+		{
+			if (nowait)
+				return 0;
+			gc_wait_io();
 			continue;
+		}
 		if (gnutls_error_is_fatal((int) n))
 			gc_fail_tls((int) n, "gnutls_record_recv");
 		/* a warning alert or the like: go on reading */
@@ -372,20 +403,8 @@ gc_fill(void)
 static void
 gc_drain_ready(void)
 {
-	struct pollfd p;
-
-	for (;;)
-	{
-		if (gnutls_record_check_pending(gc_session) == 0)
-		{
-			p.fd = gc_fd;
-			p.events = POLLIN;
-			p.revents = 0;
-			if (poll(&p, 1, 0) <= 0)
-				return;
-		}
-		gc_fill();
-	}
+	while (gc_fill(1))
+		;
 }
 
 static void
@@ -400,7 +419,7 @@ gc_flush(void)
 		if (n > 0)
 			off += (size_t) n;
 		else if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED)
-			continue;
+			gc_wait_io();
 		else
 			gc_fail_tls((int) n, "gnutls_record_send");
 	}
@@ -457,7 +476,7 @@ gc_get_msg(const char **body, size_t *len)
 			if (gc_in_len - gc_in_pos >= 1 + (size_t) n)
 				break;
 		}
-		gc_fill();
+		(void) gc_fill(0);
 	}
 	type = gc_in[gc_in_pos];
 	*body = gc_in + gc_in_pos + 5;

@@ -328,7 +328,8 @@ fn note_error(r: &mut Report, e: &tokio_postgres::Error) {
         cur = c.source();
     }
     if r.error.is_none() {
-        r.error = Some(name);
+        // no cause inside (the connection was closed, say): its own text
+        r.error = Some(if e.source().is_none() { e.to_string() } else { name });
     }
     r.error_text = text;
 }
@@ -547,6 +548,10 @@ async fn run(o: Opts) -> i32 {
         }
         Err(e) => {
             note_error(&mut r, &e);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            if let Some(end) = conn_end.lock().unwrap().as_ref() {
+                let _ = write!(r.error_text, " [connection: {}]", end);
+            }
             return fail(&r, &negotiated);
         }
     }
