@@ -9,7 +9,9 @@
 #             running the demo: the server, its headers, a compiler, the
 #             openssl program (certificates), ss (free ports);
 #   test      scripts/test.sh: TAP (IPC::Run), make lint (cppcheck,
-#             clang-tidy), t/021's Java client (JDK, pgjdbc), t/050's
+#             clang-tidy), t/021's Java client (JDK, pgjdbc), t/025's
+#             GnuTLS and rustls clients (GnuTLS headers, cargo, rustc,
+#             Debian's Rust crates), t/050's
 #             exporter and promtool, t/051's pgbouncer; daemon, which the
 #             exporter's init script runs it with where systemd does not
 #             run (scripts/leave_alone_test.sh starts that service);
@@ -24,10 +26,19 @@ make gcc openssl perl procps iproute2"
 # and etcd-server 3.4; python3-psycopg2 and python3-yaml are Patroni's, and
 # the test's writer and query reader use them too
 SSLR_PATRONI_PACKAGES="patroni etcd-server python3-psycopg2 python3-yaml"
+# t/025's clients (t/clients/build.sh): a C client over GnuTLS, and a Rust
+# one on tokio-postgres over rustls, built offline from Debian's packaged
+# crates with Debian's cargo and rustc (Debian 12 packages no
+# tokio-postgres-rustls adapter: the client has its own)
+SSLR_GNUTLS_CLIENT_PACKAGES="libgnutls28-dev pkg-config gcc"
+SSLR_RUSTLS_CLIENT_PACKAGES="cargo rustc librust-tokio-postgres-dev
+librust-tokio-rustls-dev librust-rustls-dev librust-rustls-pemfile-dev
+librust-tokio-dev librust-futures-util-dev librust-md-5-dev librust-bytes-dev"
 SSLR_TEST_PACKAGES="libipc-run-perl cppcheck clang-tidy
 default-jre-headless default-jdk-headless libpostgresql-jdbc-java
 pgbouncer prometheus prometheus-postgres-exporter daemon
-$SSLR_PATRONI_PACKAGES"
+$SSLR_PATRONI_PACKAGES
+$SSLR_GNUTLS_CLIENT_PACKAGES $SSLR_RUSTLS_CLIENT_PACKAGES"
 SSLR_VALGRIND_PACKAGES="valgrind"
 SSLR_BENCH_PACKAGES="$SSLR_TEST_PACKAGES gnuplot-nox valgrind"
 
