@@ -52,6 +52,9 @@ static volatile sig_atomic_t sslr_due = false;
 static bool sslr_expired[SSLR_NDIRECTIONS];
 static TimestampTz sslr_key_since[SSLR_NDIRECTIONS];
 
+/* Whether a direction's key has changed since the handshake. */
+static bool sslr_key_rotated[SSLR_NDIRECTIONS];
+
 /* the clocks were looked at since the timer was last armed */
 static bool sslr_rearm = false;
 static TimestampTz sslr_next_expiry = 0;	/* 0: none (off, or all expired) */
@@ -97,6 +100,7 @@ void
 sslr_interval_key_changed(SslrDirection dir, TimestampTz now)
 {
 	sslr_key_since[dir] = now;
+	sslr_key_rotated[dir] = true;
 	sslr_expired[dir] = false;
 	if (sslr_interval_ms() > 0)
 	{
@@ -208,14 +212,18 @@ sslr_interval_wake_at(TimestampTz when)
 
 /*
  * ssl_renegotiate.min_rekey_gap: microseconds until this direction's key
- * is that old (0 if it is), and how old it is.  Read the clock only: the
- * inbound path calls them inside OpenSSL.
+ * is that old (0 if it is, or if it is the handshake's: the gap is between
+ * rotations, and the first one may come at once), and how old it is.
+ * Read the clock only: the inbound path calls them inside OpenSSL.
  */
 int64
 sslr_gap_wait_us(SslrDirection dir, TimestampTz now)
 {
-	TimestampTz ends = TimestampTzPlusMilliseconds(sslr_key_since[dir],
-												   sslr_min_rekey_gap_ms());
+	TimestampTz ends;
+
+	if (!sslr_key_rotated[dir])
+		return 0;
+	ends = TimestampTzPlusMilliseconds(sslr_key_since[dir], sslr_min_rekey_gap_ms());
 
 	return Max(ends - now, 0);
 }

@@ -75,8 +75,11 @@ my $FILLER = 70;
 my @LIMITS = ('16kB', '64kB', '1MB', 'default');
 my $DEFAULT_GAP = 1.0;   # ssl_renegotiate.min_rekey_gap's default, seconds
 
+# The real pace: the tests' nodes otherwise rotate at the old one
+# (ssl_renegotiate.debug_min_rekey_gap = 0, SslrTest).
 my $node = new_tls_node('gnutls_rustls',
-	conf => "ssl_renegotiate.tls12 = renegotiate\n");
+	real_pace => 1,
+	conf      => "ssl_renegotiate.tls12 = renegotiate\n");
 $node->start;
 $node->safe_psql(
 	'postgres', q{
