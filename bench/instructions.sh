@@ -103,11 +103,15 @@ measure() {
 }
 
 declare -A result
-RENEGOTIATE="-c ssl_renegotiate.tls12=renegotiate -c ssl_renegotiate.byte_limit"
+# 2003's pace: a new key at every limit (a developer's setting; the
+# default min_rekey_gap allows one a second, which (p) measures)
+PACE03="-c ssl_renegotiate.debug_min_rekey_gap=0"
+RENEGOTIATE="$PACE03 -c ssl_renegotiate.tls12=renegotiate -c ssl_renegotiate.byte_limit"
 all_configs=("c|TLS 1.3, no extension||1.3|"
          "d|TLS 1.3, accounting only (limit 0)|ssl_renegotiate|1.3|-c ssl_renegotiate.byte_limit=0"
-         "e|TLS 1.3, limit 64kB|ssl_renegotiate|1.3|-c ssl_renegotiate.byte_limit=64kB"
-         "f|TLS 1.3, limit 640kB|ssl_renegotiate|1.3|-c ssl_renegotiate.byte_limit=640kB"
+         "e|TLS 1.3, limit 64kB|ssl_renegotiate|1.3|$PACE03 -c ssl_renegotiate.byte_limit=64kB"
+         "p|TLS 1.3, limit 64kB, paced (gap 1s)|ssl_renegotiate|1.3|-c ssl_renegotiate.byte_limit=64kB"
+         "f|TLS 1.3, limit 640kB|ssl_renegotiate|1.3|$PACE03 -c ssl_renegotiate.byte_limit=640kB"
          "g|TLS 1.3, limit 512MB (default)|ssl_renegotiate|1.3|"
          "c12|TLS 1.2, no extension||1.2|"
          "h64|TLS 1.2 renegotiation, limit 64kB|ssl_renegotiate|1.2|$RENEGOTIATE=64kB"

@@ -59,7 +59,7 @@
 #   SSLR_BENCH_PGBENCH_CLIENTS pgbench -c (default 2)
 #   SSLR_BENCH_PGBENCH_SCALE   pgbench -i -s (default 5)
 #   SSLR_BENCH_CONFIGS         COPY configurations to run (default all:
-#                              "a b c d e f g h64 h1M"; c is always run)
+#                              "a b c d e p f g h64 h1M"; c is always run)
 #   SSLR_BENCH_NO_PGBENCH=1    skip the pgbench jobs
 #   SSLR_BENCH_PIN=0           don't pin COPY sessions (default: psql on CPU 0,
 #                              its backend on CPU 1; pgbench is never pinned)
@@ -106,7 +106,7 @@ BUDGET=${SSLR_BENCH_BUDGET:-840}
 PGB_CLIENTS=${SSLR_BENCH_PGBENCH_CLIENTS:-2}
 PGB_SCALE=${SSLR_BENCH_PGBENCH_SCALE:-5}
 OUT=${SSLR_BENCH_OUT:?}
-ALL_CONFIGS="a b c d e f g h64 h1M"
+ALL_CONFIGS="a b c d e p f g h64 h1M"
 CONFIGS=${SSLR_BENCH_CONFIGS:-$ALL_CONFIGS}
 case " $CONFIGS " in *" c "*) ;; *) CONFIGS="c $CONFIGS" ;; esac
 for x in $CONFIGS; do

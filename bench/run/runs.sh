@@ -19,17 +19,22 @@ BUSY_TICKS="awk '/^cpu /{ print \$2 + \$3 + \$4 + \$7 + \$8 + \$9 }' /proc/stat"
 busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
 TLS13="sslmode=require ssl_min_protocol_version=TLSv1.3 gssencmode=disable"
 TLS12="sslmode=require ssl_max_protocol_version=TLSv1.2 gssencmode=disable"
+# 2003's pace: a new key at every limit, however fast they come
+# (ssl_renegotiate.debug_min_rekey_gap = 0, a developer's setting); (p) is
+# 64kB at the default pace, a new key at most once per min_rekey_gap.
+PACE03="-c ssl_renegotiate.debug_min_rekey_gap=0"
 conn_of() { # config -> conninfo
     case $1 in
         a) echo "$UNIX_A" ;;
         b) echo "host=127.0.0.1 port=$PA dbname=postgres sslmode=disable gssencmode=disable" ;;
         c) echo "host=127.0.0.1 port=$PA dbname=postgres $TLS13" ;;
         d) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS13 options='-c ssl_renegotiate.byte_limit=0'" ;;
-        e) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS13 options='-c ssl_renegotiate.byte_limit=64kB'" ;;
-        f) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS13 options='-c ssl_renegotiate.byte_limit=640kB'" ;;
+        e) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS13 options='-c ssl_renegotiate.byte_limit=64kB $PACE03'" ;;
+        p) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS13 options='-c ssl_renegotiate.byte_limit=64kB'" ;;
+        f) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS13 options='-c ssl_renegotiate.byte_limit=640kB $PACE03'" ;;
         g) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS13 options='-c ssl_renegotiate.byte_limit=512MB'" ;;
-        h64) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS12 options='-c ssl_renegotiate.byte_limit=64kB -c ssl_renegotiate.tls12=renegotiate'" ;;
-        h1M) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS12 options='-c ssl_renegotiate.byte_limit=1MB -c ssl_renegotiate.tls12=renegotiate'" ;;
+        h64) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS12 options='-c ssl_renegotiate.byte_limit=64kB -c ssl_renegotiate.tls12=renegotiate $PACE03'" ;;
+        h1M) echo "host=127.0.0.1 port=$PB dbname=postgres $TLS12 options='-c ssl_renegotiate.byte_limit=1MB -c ssl_renegotiate.tls12=renegotiate $PACE03'" ;;
     esac
 }
 label_of() {
@@ -39,6 +44,7 @@ label_of() {
         c) echo "(c) TLS 1.3, no extension" ;;
         d) echo "(d) TLS 1.3, ext, byte_limit 0" ;;
         e) echo "(e) TLS 1.3, ext, 64kB" ;;
+        p) echo "(p) TLS 1.3, ext, 64kB, paced" ;;
         f) echo "(f) TLS 1.3, ext, 640kB" ;;
         g) echo "(g) TLS 1.3, ext, 512MB" ;;
         h64) echo "(h) TLS 1.2, reneg, 64kB" ;;
@@ -47,7 +53,7 @@ label_of() {
         pgC) echo "pgbench -C -S" ;;
     esac
 }
-on_b() { case $1 in d | e | f | g | h64 | h1M) return 0 ;; *) return 1 ;; esac; }
+on_b() { case $1 in d | e | p | f | g | h64 | h1M) return 0 ;; *) return 1 ;; esac; }
 
 # One psql session: an untimed preamble, CPU counters of psql and the
 # backend, the timed \copy, CPU counters again, then what the extension

@@ -39,7 +39,7 @@ sub mm { my @x = sort { $a <=> $b } @_; return ($x[0], $x[-1]) }
 sub fmt { my ($p, @x) = @_; return "-" unless @x; my ($lo, $hi) = mm(@x);
           return sprintf("%.${p}f [%.${p}f-%.${p}f]", med(@x), $lo, $hi) }
 my %label = (a => '(a) Unix socket', b => '(b) TCP, no TLS', c => '(c) TLS 1.3, no extension',
-    d => '(d) TLS 1.3, ext, byte_limit 0', e => '(e) TLS 1.3, ext, byte_limit 64kB',
+    d => '(d) TLS 1.3, ext, byte_limit 0', e => '(e) TLS 1.3, ext, byte_limit 64kB', p => '(p) TLS 1.3, ext, 64kB, min_rekey_gap 1s',
     f => '(f) TLS 1.3, ext, byte_limit 640kB', g => '(g) TLS 1.3, ext, byte_limit 512MB',
     h64 => '(h) TLS 1.2, renegotiate, 64kB', h1M => '(h) TLS 1.2, renegotiate, 1MB');
 # ratio of job's metric to the baseline job's, round by round
@@ -105,7 +105,7 @@ print "per rekey (rekeys_sent + rekeys_received) and per event (max of the two: 
 print "and its answer, or one TLS 1.2 renegotiation, which rotates both directions); rekey_time = server-measured\n";
 printf "%-50s %8s %7s %-19s %-19s %s\n", 'configuration vs reference, COPY direction', 'rekeys', 'events',
     'backend us/rk /ev', 'psql us/rk /ev', 'rekey_time us/sent';
-my %short = (d => '(d) TLS 1.3 byte_limit 0', e => '(e) TLS 1.3 64kB', f => '(f) TLS 1.3 640kB',
+my %short = (d => '(d) TLS 1.3 byte_limit 0', e => '(e) TLS 1.3 64kB', p => '(p) TLS 1.3 64kB paced', f => '(f) TLS 1.3 640kB',
     h64 => '(h) TLS 1.2 64kB', h1M => '(h) TLS 1.2 1MB');
 for my $p (['e', 'd'], ['f', 'd'], ['h64', 'h1M']) {
     my ($x, $ref) = @$p;
