@@ -239,9 +239,14 @@ rm -f "$T/t_unix.copy"
 # --------------------------------------------- TLS, the 2003 setting
 # LIMIT is a reserved word: in SQL the GUC's last part must be quoted.
 heading "The 2003 setting: ALTER SYSTEM SET ssl_renegotiate.byte_limit = '64kB'"
-q -d "$UNIX_CONN" -c "ALTER SYSTEM SET ssl_renegotiate.byte_limit = '64kB'" -c 'SELECT pg_reload_conf()' >/dev/null
+# 2003 rotated at every 64 kB, however fast: by default a direction gets a
+# new key at most once per min_rekey_gap (1s), so the developer's setting
+# debug_min_rekey_gap = 0 repeats that pace here.
+q -d "$UNIX_CONN" -c "ALTER SYSTEM SET ssl_renegotiate.byte_limit = '64kB'" \
+    -c "ALTER SYSTEM SET ssl_renegotiate.debug_min_rekey_gap = 0" -c 'SELECT pg_reload_conf()' >/dev/null
 sleep 1
-note "ssl_renegotiate.byte_limit is now $(q -At -d "$UNIX_CONN" -c 'SHOW ssl_renegotiate.byte_limit')"
+note "ssl_renegotiate.byte_limit is now $(q -At -d "$UNIX_CONN" -c 'SHOW ssl_renegotiate.byte_limit'), at 2003's pace (debug_min_rekey_gap = 0; by default at most one new key a second)"
+note "the two directions differ: the server rotates its own key at once, while libpq answers a request to rotate its key only when it next writes, and during a COPY FROM the server asks at most 8 times in a row before it sends data again (docs/clients.md)"
 
 heading "COPY over TLS 1.3 with a new key every 64kB, one psql session"
 {
