@@ -54,6 +54,7 @@
 #include "replication/walsender.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
+#include "storage/s_lock.h"
 #include "storage/shmem.h"
 
 #include "compat.h"
@@ -187,7 +188,7 @@ sslr_back_off(int attempt)
 {
 	if (attempt < 4)
 	{
-		pg_spin_delay();
+		SPIN_DELAY();
 		return;
 	}
 	CHECK_FOR_INTERRUPTS();

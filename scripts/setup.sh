@@ -12,7 +12,8 @@
 #      postgres: $SSLR_WORKDIR if set (created, or emptied if an earlier run
 #      of this script made it), else a new one, mktemp -d
 #      /tmp/ssl_renegotiate-build.XXXXXX -- two runs never share one;
-#   3. builds it there as postgres, warning-free (-Wall -Wextra -Werror),
+#   3. builds it there as postgres, warning-free (-Wall -Wextra -Werror)
+#      and with -g (t/047 stops a backend in gdb at a line of slots.c),
 #      and installs it as root, for Debian's PostgreSQL 15 or the one whose
 #      pg_config SSLR_PG_CONFIG names: make install into a staging
 #      directory, then each file that differs renamed into place (a server
@@ -82,7 +83,7 @@ chown -R postgres:postgres "$WORKDIR"
 if [ -f "$WORKDIR/Makefile" ]; then
     log "building as postgres in $WORKDIR"
     runuser -u postgres -- env -C "$WORKDIR" PATH="$PG_BINDIR:$PATH" \
-        make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" COPT='-Wall -Wextra -Werror' >&2
+        make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" COPT='-g -Wall -Wextra -Werror' >&2
     log "installing (make install) as root into $("$PG_CONFIG" --pkglibdir) and $("$PG_CONFIG" --sharedir)/extension"
     stage=$WORKDIR/.install-stage
     (cd "$WORKDIR" && make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" DESTDIR="$stage" install >&2)
