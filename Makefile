@@ -52,6 +52,11 @@ override with_llvm = no
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS tracks header dependencies only in a server built with
+# --enable-depend (Debian's is not): rebuild every object when a header
+# changes, so that no object keeps an old struct layout.
+$(OBJS): $(wildcard $(srcdir)/*.h)
+
 # after the include: Makefile.global resets PROVE_FLAGS
 PROVE_FLAGS += -I $(srcdir)/t
 # PROVE_JOBS=N runs N TAP files at once (scripts/test.sh: one per CPU); each

@@ -96,7 +96,15 @@ sslr_renegotiation_drive(void)
 		ERR_clear_error();
 
 		if (r > 0 || !rn->in_flight)
+		{
+			/* counted once per renegotiation, however often it waits */
+			if (r > 0 && rn->in_flight && !rn->deferred)
+			{
+				rn->deferred = true;
+				sslr_publish_renegotiation_deferred();
+			}
 			break;
+		}
 		if (err == SSL_ERROR_WANT_READ)
 			waitfor = WL_SOCKET_READABLE;
 		else if (err == SSL_ERROR_WANT_WRITE)

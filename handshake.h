@@ -30,6 +30,7 @@ typedef struct SslrRenegotiationState
 	bool		in_flight;
 	int			finished_seen;	/* bit 1: ours, bit 2: the client's */
 	bool		wait_over;		/* this attempt waited all it may */
+	bool		deferred;		/* ... and was put off for waiting data */
 	bool		dying;			/* a termination is pending: wait no more */
 	TimestampTz started;		/* when we asked for it */
 	TimestampTz deadline;

@@ -108,6 +108,7 @@ sslr_renegotiation_start(SSL *ssl)
 		return false;
 	rn->in_flight = true;
 	rn->wait_over = false;
+	rn->deferred = false;
 	rn->started = GetCurrentTimestamp();
 	rn->deadline = 0;
 	rn->finished_seen = 0;

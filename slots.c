@@ -378,6 +378,20 @@ sslr_publish_request(int64 seen, bool pending)
 	SSLR_END_WRITE(slot);
 }
 
+/*
+ * A TLS 1.2 renegotiation of ours left for later: application data from
+ * the client was waiting (handshake.c).
+ */
+void
+sslr_publish_renegotiation_deferred(void)
+{
+	SslrSlot   *slot = sslr_my_slot;
+
+	SSLR_BEGIN_WRITE(slot);
+	slot->stats.renegotiations_deferred++;
+	SSLR_END_WRITE(slot);
+}
+
 /* The limits in force: a plain write, fit for an assign hook or OpenSSL. */
 void
 sslr_publish_limits(const SslrLimitsInForce *limits)

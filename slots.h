@@ -31,10 +31,11 @@ typedef struct SslrConnStats
 	int64		records_under_key[SSLR_NDIRECTIONS];
 	int64		max_bytes_per_key[SSLR_NDIRECTIONS];	/* among retired keys */
 	TimestampTz last_rekey;
-	bool		rekey_pending;	/* a rekey we asked the peer for is unanswered */
 	int64		record_limit;	/* records per key of the cipher in force */
 	int64		requests_seen;	/* operator requests picked up */
-	bool		request_pending;	/* ... and not yet carried out both ways */
+	int64		renegotiations_deferred;	/* TLS 1.2: data was waiting */
+	bool		rekey_pending;	/* a rekey we asked the peer for is unanswered */
+	bool		request_pending;	/* an operator request not yet carried out */
 } SslrConnStats;
 
 /*
@@ -157,6 +158,7 @@ extern void sslr_publish_cipher(SSL *ssl);
 extern void sslr_publish_rekey_pending(bool pending);
 extern void sslr_publish_record_limit(int64 record_limit);
 extern void sslr_publish_request(int64 seen, bool pending);
+extern void sslr_publish_renegotiation_deferred(void);
 extern void sslr_publish_limits(const SslrLimitsInForce *limits);
 extern int64 sslr_publish_key_retired(SslrDirection dir, TimestampTz now);
 

@@ -47,6 +47,7 @@
 PG_FUNCTION_INFO_V1(ssl_renegotiate_activity_1_0);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_activity_1_1);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_activity_1_2);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_activity_1_3);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_rekey_1_1);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_bytes_sent);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_bytes_received);
@@ -291,6 +292,43 @@ ssl_renegotiate_activity_1_2(PG_FUNCTION_ARGS)
 			only_pid = -1;		/* matches no backend */
 	}
 	return sslr_activity(fcinfo, SSLR_API_V1_2, only_pid);
+}
+
+/*
+ * 1.3: ssl_renegotiate_activity_1_3(pid), the columns 1.3 added to the
+ * view, which joins them on pid (so that 1.2's function, and the views and
+ * grants on it, stay as they are).  NULL: every TLS backend.
+ */
+#define SSLR_ACTIVITY_1_3_COLS 2
+
+Datum
+ssl_renegotiate_activity_1_3(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			only_pid = 0;
+	SslrSlot	slot;
+
+	if (!PG_ARGISNULL(0))
+		only_pid = PG_GETARG_INT32(0) > 0 ? PG_GETARG_INT32(0) : -1;
+
+	sslr_require_preload();
+	InitMaterializedSRF(fcinfo, 0);
+	for (int i = 0; i < sslr_slot_count(); i++)
+	{
+		Datum		values[SSLR_ACTIVITY_1_3_COLS];
+		bool		nulls[SSLR_ACTIVITY_1_3_COLS] = {0};
+
+		sslr_read_slot(i, &slot);
+		if (slot.pid == 0 || (only_pid != 0 && slot.pid != only_pid))
+			continue;
+		values[0] = Int32GetDatum(slot.pid);
+		if (sslr_may_see(slot.userid))
+			values[1] = Int64GetDatum(slot.stats.renegotiations_deferred);
+		else
+			nulls[1] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }
 
 /*

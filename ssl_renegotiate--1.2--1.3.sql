@@ -40,3 +40,27 @@ COMMENT ON VIEW ssl_renegotiate_totals IS
     'TLS traffic of the whole cluster since stats_reset; counters for pg_read_all_stats only';
 COMMENT ON VIEW ssl_renegotiate_database_role_totals IS
     'TLS traffic per database and role since stats_reset; other roles'' rows only for pg_read_all_stats';
+
+-- Section: the activity view's 1.3 columns.
+--
+-- renegotiations_deferred: TLS 1.2 renegotiations of the server's that
+-- waited because application data from the client was waiting (a client
+-- that pipelines its next query behind a COPY); only hard_limit bounds a
+-- key meanwhile.  The columns come from a function of their own, joined on
+-- pid, so that 1.2's function keeps its signature, and the view, replaced
+-- in place, keeps its columns (only appended to), its privileges and the
+-- views built on it.  Like 1.2's, it shows the counters of other roles'
+-- backends only to pg_read_all_stats.
+CREATE FUNCTION ssl_renegotiate_activity_1_3(
+    pid integer,
+    OUT pid integer,
+    OUT renegotiations_deferred bigint
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'ssl_renegotiate_activity_1_3'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+CREATE OR REPLACE VIEW ssl_renegotiate_activity AS
+    SELECT a.*, x.renegotiations_deferred
+    FROM ssl_renegotiate_activity(NULL::integer) a
+         LEFT JOIN ssl_renegotiate_activity_1_3(NULL::integer) x USING (pid);

@@ -78,7 +78,7 @@ SELECT prosrc FROM pg_proc WHERE proname = 'ssl_renegotiate_activity';
 SELECT count(*) >= 0 AS activity_1_1_works FROM ssl_renegotiate_activity;
 ALTER EXTENSION ssl_renegotiate UPDATE TO '1.2';
 SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate';
--- 1.2, as released: only the comments 1.3 adds differ
+-- 1.2, as released: what 1.3 adds (a column, its function, the comments)
 SELECT side, kind, name FROM sslr_differences ORDER BY 1, 2, 3;
 SELECT count(*) >= 0 AS activity_1_2_works FROM ssl_renegotiate_activity;
 ALTER EXTENSION ssl_renegotiate UPDATE TO '1.3';

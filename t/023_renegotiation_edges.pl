@@ -84,6 +84,8 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 		'cipher change: the renegotiation was counted');
 	is($ssl, 'ECDHE-RSA-CHACHA20-POLY1305',
 		'cipher change: pg_stat_ssl keeps the first cipher (PostgreSQL caches it)');
+	is($row && $row->{renegotiations_deferred},
+		0, 'cipher change: no renegotiation deferred (nothing was pipelined)');
 	like(log_since($pos),
 		qr/changed the cipher from ECDHE-RSA-CHACHA20-POLY1305 to ECDHE-RSA-AES128-GCM-SHA256\n.*DETAIL:  The new cipher's confidentiality limit applies: a new key every 16777216 records at most\./,
 		'cipher change: logged, with the GCM record limit now in force');
@@ -194,6 +196,28 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 
 	my $row = activity_row($node, $r->{pid});
 	ok(!defined $row, 'unanswered: the backend exited');
+}
+
+# ---------------------------------------------------------------------
+# 4. a pipelined query: the renegotiation waits behind it, and says so
+# ---------------------------------------------------------------------
+{
+	my $row;
+	my $r = run_hostile_peer(
+		$peer, $node,
+		args => [ '--tls', '1.2', 'read-large-pipelined', 300000 ],
+		holds => {
+			end => sub { $row = activity_row($node, $_[0]->{pid}); }
+		});
+	is($r->{query_result}, 'ok', 'pipelined: the large answer arrived');
+	is($r->{query_datarow_bytes}, 300000, 'pipelined: every byte of it');
+	is($r->{second_result} . ' ' . $r->{second_row},
+		'ok 1', 'pipelined: the query behind it was answered');
+	is($row && $row->{renegotiations_deferred},
+		1, 'pipelined: one renegotiation deferred, counted once');
+	cmp_ok($row ? $row->{rekeys_sent} : 0,
+		'>=', 1, 'pipelined: it completed later, in the server\'s reads');
+	is($row && $row->{rekey_failures}, 0, 'pipelined: no failure');
 }
 
 my $log = slurp_file($node->logfile);

@@ -90,6 +90,7 @@ extern enum outcome mode_keyupdate_spaced(long n);
 extern enum outcome mode_renegotiate(void);
 extern enum outcome mode_refuse_renegotiation(long bytes);
 extern enum outcome mode_read_large(long bytes);
+extern enum outcome mode_read_large_pipelined(long bytes);
 
 /* records.c: what the records carry, COPY streams */
 extern enum outcome mode_keyupdate_interleaved(long n);

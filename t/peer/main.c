@@ -36,6 +36,9 @@
  *   read-large BYTES              read the answer of SELECT repeat('x', BYTES)
  *                                 (with --next-cipher: what a renegotiation
  *                                 the server starts then agrees on)
+ *   read-large-pipelined BYTES    the same query and "SELECT 1" written
+ *                                 together before reading: the second
+ *                                 waits at the server during the answer
  *   keyupdate-interleaved N       a query of N bytes sent one byte per
  *                                 record, each record after a KeyUpdate
  *   copy-keyupdates MB            COPY <table> FROM STDIN of MB megabytes
@@ -165,6 +168,7 @@ usage(void)
 			"       keyupdate-backlog N |\n"
 			"       never-answer MB | stall-after KB | renegotiate |\n"
 			"       refuse-renegotiation [BYTES] | read-large BYTES |\n"
+			"       read-large-pipelined BYTES |\n"
 			"       keyupdate-interleaved N | copy-keyupdates MB | copy-answering SECONDS |\n"
 			"       copy-answering-then-query SECONDS |\n"
 			"       late-reader ROWS | hold-before-reading PAD | idle-then-query | silence\n");
@@ -269,6 +273,8 @@ main(int argc, char **argv)
 		o = mode_refuse_renegotiation(arg > 0 ? arg : 300000);
 	else if (strcmp(mode, "read-large") == 0 && arg > 0)
 		o = mode_read_large(arg);
+	else if (strcmp(mode, "read-large-pipelined") == 0 && arg > 0)
+		o = mode_read_large_pipelined(arg);
 	else if (strcmp(mode, "keyupdate-interleaved") == 0 && arg > 0)
 		o = mode_keyupdate_interleaved(arg);
 	else if (strcmp(mode, "copy-keyupdates") == 0 && arg > 0 && every_kb > 0)

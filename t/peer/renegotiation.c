@@ -106,3 +106,33 @@ mode_read_large(long bytes)
 	say("cipher_after=%s", SSL_get_cipher_name(ssl));
 	return o;
 }
+
+/*
+ * SELECT repeat('x', bytes) and "SELECT 1" written together, before any
+ * answer is read, as a pipelining client does: while the first answer goes
+ * out, the second query already waits at the server.
+ */
+enum outcome
+mode_read_large_pipelined(long bytes)
+{
+	char		sql[128];
+	struct qres r;
+	enum outcome o;
+
+	memset(&r, 0, sizeof(r));
+	snprintf(sql, sizeof(sql), "SELECT repeat('x', %ld)", bytes);
+	o = send_query(sql);
+	if (o == OUT_OK)
+		o = send_query("SELECT 1");
+	if (o == OUT_OK)
+		o = read_until_ready(&r, 0);
+	say("query_result=%s", outcome_names[o]);
+	say("query_datarow_bytes=%lld", r.datarow_bytes);
+	if (o != OUT_OK)
+		return o;
+	memset(&r, 0, sizeof(r));
+	o = read_until_ready(&r, 0);
+	say("second_result=%s", outcome_names[o]);
+	say("second_row=%s", r.first_row);
+	return o;
+}
