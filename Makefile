@@ -66,7 +66,8 @@ PROVE_FLAGS += $(if $(PROVE_JOBS),-j$(PROVE_JOBS))
 # Before pg_regress, a look at the server it is about to use: the expected
 # output is that of a server which preloads the library (or, for
 # REGRESS=not_preloaded, does not) and leaves every ssl_renegotiate setting
-# at its default; settings.sql also ALTER SYSTEM RESETs what it set, which
+# at its default, also in the ALTER ROLE / ALTER DATABASE settings its
+# sessions get; settings.sql also ALTER SYSTEM RESETs what it set, which
 # would drop the server's own value.  Any mismatch stops here, saying what.
 SERVER_MUST_PRELOAD = $(if $(filter-out $(REGRESS_NOT_PRELOADED),$(REGRESS)),true,false)
 SERVER_CHECK_SQL = \
@@ -78,7 +79,18 @@ SERVER_CHECK_SQL = \
 	UNION ALL \
 	SELECT format('%s is set to %s (%s%s): the expected output is that of the defaults; run the tests on a server where no ssl_renegotiate setting is set', \
 	  name, setting, source, coalesce(' in ' || sourcefile || ':' || sourceline, '')) \
-	FROM pg_settings WHERE starts_with(name, 'ssl_renegotiate.') AND source <> 'default'
+	FROM pg_settings WHERE starts_with(name, 'ssl_renegotiate.') AND source <> 'default' \
+	UNION ALL \
+	SELECT format('%s SET %s applies to the tests'' sessions: the expected output is that of the defaults; RESET it, or run the tests on another server', \
+	  CASE WHEN s.setrole <> 0 AND s.setdatabase <> 0 THEN format('ALTER ROLE %I IN DATABASE %I', r.rolname, d.datname) \
+	       WHEN s.setrole <> 0 THEN format('ALTER ROLE %I', r.rolname) \
+	       WHEN s.setdatabase <> 0 THEN format('ALTER DATABASE %I', d.datname) \
+	       ELSE 'ALTER ROLE ALL' END, c.cfg) \
+	FROM pg_db_role_setting s CROSS JOIN LATERAL unnest(s.setconfig) AS c(cfg) \
+	  LEFT JOIN pg_roles r ON r.oid = s.setrole LEFT JOIN pg_database d ON d.oid = s.setdatabase \
+	WHERE starts_with(c.cfg, 'ssl_renegotiate.') \
+	  AND (s.setrole = 0 OR r.rolname = current_user OR r.rolname LIKE 'regress\_sslr%') \
+	  AND (s.setdatabase = 0 OR d.datname = 'contrib_regression')
 # The expected output is also that of a session without TLS (the session
 # accessors return NULL, the views list no row of its own): the tests' own
 # connections never use it, whatever PGSSLMODE or the server's ssl say.

@@ -5,8 +5,8 @@
  *	  constants more than one room shares.
  *
  * Nothing here belongs to a room, and nothing here calls one: a room's own
- * types and entry points are in the header named after it.  README,
- * "Layout", draws the rooms and their includes.
+ * types and entry points are in the header named after it.
+ * docs/internals.md draws the rooms and their includes.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *

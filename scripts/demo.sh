@@ -237,7 +237,6 @@ fi
 rm -f "$T/t_unix.copy"
 
 # --------------------------------------------- TLS, the 2003 setting
-# LIMIT is a reserved word: in SQL the GUC's last part must be quoted.
 heading "The 2003 setting: ALTER SYSTEM SET ssl_renegotiate.byte_limit = '64kB'"
 # 2003 rotated at every 64 kB, however fast: by default a direction gets a
 # new key at most once per min_rekey_gap (1s), so the developer's setting

@@ -5,7 +5,9 @@
 # What this proves:
 #
 #  1. The README's "make installcheck" runs, as shown, against a running
-#     server that preloads the library (shell example "installcheck").
+#     server that preloads the library (shell example "installcheck"), over
+#     its Unix socket as a Debian cluster's would be; it refuses a server
+#     where an ALTER ROLE setting would change the tests' sessions.
 #  2. The alert rules check and pass their unit tests as the Monitoring
 #     document shows (shell example "alert-rules", output compared).
 #  3. Every SQL example runs without an error over TLS, in a database of
@@ -52,13 +54,25 @@ CREATE DATABASE appdb;
 	# the tree without what other TAP files are writing meanwhile
 	system("tar -C '$top' --exclude='./tmp_check*' --exclude=./results --exclude=./log -cf - . | tar -C '$copy' -xf -") == 0
 	  or die "cannot copy the tree";
+	# the node in place of a Debian cluster's defaults (its socket, its port)
+	local $ENV{PGHOST} = $node->host;
 	local $ENV{PGPORT} = $node->port;
-	delete local $ENV{PGHOST};
 	delete local $ENV{PGDATABASE};
+	delete local $ENV{PGUSER};
 	my ($ok, $out) = run_shell_example($copy, 'installcheck');
 	ok($ok, 'the README\'s make installcheck passes on a running server')
 	  or diag($out);
 	like($out, qr/All \d+ tests passed/, 'make installcheck ran its tests');
+
+	# a role setting the tests' sessions would get: refused, named
+	$node->safe_psql('postgres',
+		q{ALTER ROLE CURRENT_USER SET ssl_renegotiate.byte_limit = '1MB'});
+	($ok, $out) = run_shell_example($copy, 'installcheck');
+	$node->safe_psql('postgres',
+		q{ALTER ROLE CURRENT_USER RESET ssl_renegotiate.byte_limit});
+	ok(!$ok, 'make installcheck refuses a server whose ALTER ROLE setting reaches its sessions');
+	like($out, qr/make installcheck: ALTER ROLE \S+ SET ssl_renegotiate\.byte_limit=1MB applies to the tests' sessions/,
+		'... and names the setting');
 }
 
 # ------------------------------------------- 2. the alert rules, as shown
