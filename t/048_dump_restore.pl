@@ -137,7 +137,7 @@ GRANT SELECT ON public.u_role_totals TO regress_monitor;
 # Every privilege of the extension's objects, the user's views and the kept
 # function, one line each, by name.
 my $acl_sql = q{
-SELECT string_agg(line, E'\n' ORDER BY line) FROM (
+SELECT string_agg(line, E'\n' ORDER BY line COLLATE "C") FROM (
   SELECT 'relation ' || c.oid::regclass || ' ' || coalesce(c.relacl::text, '-') AS line
   FROM pg_class c
   WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'v'
