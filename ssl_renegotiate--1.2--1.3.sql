@@ -17,7 +17,9 @@
 -- makes a fresh installation without it, loses the user's objects that
 -- call it.  Here it leaves the extension and becomes the user's own
 -- object, dumped and restored with the objects that need it; the library
--- keeps serving it.  A fresh installation has no such function.
+-- keeps serving it.  A fresh installation has no such function.  A
+-- WARNING, not a NOTICE: PostgreSQL runs an extension's script with
+-- client_min_messages at WARNING or above, so a NOTICE would reach no one.
 DO LANGUAGE plpgsql $$
 BEGIN
     IF EXISTS (SELECT FROM pg_catalog.pg_depend
@@ -26,7 +28,7 @@ BEGIN
                  AND refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
                  AND deptype = 'e') THEN
         ALTER EXTENSION ssl_renegotiate DROP FUNCTION ssl_renegotiate_activity();
-        RAISE NOTICE 'function ssl_renegotiate_activity() is no longer part of the extension'
+        RAISE WARNING 'function ssl_renegotiate_activity() is no longer part of the extension'
             USING DETAIL = 'It was kept by an earlier update because other objects call it; pg_dump now dumps it with them.',
                   HINT = 'Once they read the view ssl_renegotiate_activity instead, drop the function with DROP FUNCTION ssl_renegotiate_activity().';
     END IF;

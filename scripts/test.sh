@@ -37,6 +37,10 @@
 # In the cell 15, while its suite runs, scripts/leave_alone_test.sh: the
 # demo run at the same time, leaving a running 15/main and exporter service
 # as they were; its line is "Machine left alone: N passed, N failed".
+# After the cells, if those of 17 and 19 (the system's OpenSSL) were set
+# up: t/049_pg_upgrade.pl, which the cells skip, once, by 19's harness with
+# 17's installation in oldinstall, in its own work directory (pg_upgrade);
+# its line is "pg_upgrade 17 -> 19: N passed, N failed".
 # Then, if the cell 15 is among them, scripts/package_test.sh: the Debian
 # package built, linted, installed and tested on its installed files; its
 # line is "Debian package: N passed, N failed"; then scripts/patroni_test.sh
@@ -63,6 +67,7 @@
 set -euo pipefail
 
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/copy_tree.sh"
 
 sslr_require_root test.sh
 
@@ -281,6 +286,8 @@ fail_cell() {
     summary+=("$1: $2: 0 passed, 1 failed")
     total_failed=$((total_failed + 1))
 }
+# the cells of the system's OpenSSL set up so far: their pg_config, by major
+declare -A cell_pg_config=()
 use_fd=
 for cell in $CELLS; do
     # the previous cell's prefix is no longer in use
@@ -342,6 +349,7 @@ for cell in $CELLS; do
         continue
     fi
     setup_end=$SECONDS
+    [ -n "$series" ] || cell_pg_config[$major]=$pg_config
     [ -n "${SSLR_NO_PREBUILD:-}" ] || prebuild_start
     timing="time: $label: PostgreSQL built or cached $(minutes $((build_end - cell_start))), setup $(minutes $((setup_end - build_end)))"
     if [ -n "$build_only" ]; then
@@ -376,6 +384,37 @@ done
 # the builds ahead are done: every cell has had its turn
 [ -z "$PREBUILD_PID" ] || wait "$PREBUILD_PID" 2>/dev/null || true
 PREBUILD_PID=
+
+# pg_upgrade from 17 to 19 (t/049_pg_upgrade.pl, which every cell skips):
+# once the cells of both are set up, the extension is installed in both
+# installations; 19's harness runs the file, in a work directory of its
+# own (a copy of the tree), with 17's installation in oldinstall.  About
+# 10 s.
+if [ -n "${cell_pg_config[17]:-}" ] && [ -n "${cell_pg_config[19]:-}" ]; then
+    echo
+    echo "=============== pg_upgrade 17 -> 19 ==============="
+    upgrade_start=$SECONDS
+    old_prefix=$(dirname "$(dirname "${cell_pg_config[17]}")")
+    new_pg_config=${cell_pg_config[19]}
+    WORKDIR=$RUN_DIR/pg_upgrade    # its logs, kept if it failed
+    mkdir -p "$WORKDIR"
+    sslr_copy_tree "$SSLR_REPO" "$WORKDIR"
+    chown -R postgres: "$WORKDIR"
+    # both installations in use again (see the cells' use lock)
+    upgrade_fds=()
+    for pc in "${cell_pg_config[17]}" "$new_pg_config"; do
+        p=$(dirname "$(dirname "$pc")")
+        [ "$p" = /usr/lib/postgresql/15 ] && continue
+        exec {fd}>>"$(dirname "$p")/.$(basename "$p").use"
+        flock -s "$fd"
+        upgrade_fds+=("$fd")
+    done
+    PG_BINDIR=$(dirname "$new_pg_config") run_counted "pg_upgrade 17 -> 19" \
+        sslr_as_postgres "$WORKDIR" PG_TEST_PORT_DIR="$PORT_DIR" oldinstall="$old_prefix" \
+        make USE_PGXS=1 PG_CONFIG="$new_pg_config" PROVE_TESTS=t/049_pg_upgrade.pl check-tap
+    for fd in "${upgrade_fds[@]}"; do exec {fd}>&-; done
+    timings+=("time: pg_upgrade 17 -> 19: $(minutes $((SECONDS - upgrade_start)))")
+fi
 
 # The Debian package for Debian's PostgreSQL 15 (scripts/package_test.sh):
 # built, linted, installed, then pg_regress and one TAP file on the

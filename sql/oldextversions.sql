@@ -111,7 +111,7 @@ DROP VIEW regress_sslr_myview;
 
 -- A user's object that calls the old function itself: the update to 1.2
 -- goes on, and keeps that function in the extension (with a WARNING that
--- names what needs it); 1.3 hands it to the user (with a NOTICE), so that
+-- names what needs it); 1.3 hands it to the user (with a WARNING), so that
 -- pg_dump dumps it with the view that needs it.
 DROP EXTENSION ssl_renegotiate;
 CREATE EXTENSION ssl_renegotiate VERSION '1.1';

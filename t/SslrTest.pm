@@ -234,6 +234,10 @@ TLS on 127.0.0.1 besides its usual Unix socket.  Options:
 
 =item extra => [ initdb options ]  (passed to init)
 
+=item install_path => the prefix of another PostgreSQL installation, which
+the node runs (PostgreSQL::Test::Cluster's own option), e.g. the old major
+of a pg_upgrade
+
 =back
 
 Unless no_preload or real_pace, the node sets
@@ -252,7 +256,8 @@ sub new_tls_node
 
 	my $certs = $opts{certs} // ($default_certs //= make_certs());
 
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $node = PostgreSQL::Test::Cluster->new($name,
+		(defined $opts{install_path} ? (install_path => $opts{install_path}) : ()));
 	$node->init(
 		allows_streaming => $opts{allows_streaming} // 0,
 		(defined $opts{extra} ? (extra => $opts{extra}) : ()));
