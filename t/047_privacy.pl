@@ -97,8 +97,8 @@ sub plain_view
 		  'totals', (SELECT row_to_json(t) FROM (SELECT $cols FROM ssl_renegotiate_totals) t),
 		  'roles', (SELECT coalesce(json_agg(r ORDER BY r.dbid, r.userid), '[]')
 		            FROM ssl_renegotiate_database_role_totals r),
-		  'activity_with_counters', (SELECT count(*) FROM ssl_renegotiate_activity
-		            WHERE bytes_sent IS NOT NULL OR bytes_received IS NOT NULL))},
+		  'activity_with_counters', (SELECT count(*) FROM ssl_renegotiate_activity a
+		            WHERE jsonb_strip_nulls(to_jsonb(a) - 'pid' - 'usesysid' - 'backend_type') <> '{}'))},
 		connstr => $node->connstr('postgres') . ' user=regress_plain');
 }
 
