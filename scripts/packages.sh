@@ -19,6 +19,7 @@
 #             Python modules of Patroni and of the test's writer
 #             (SSLR_PATRONI_PACKAGES);
 #   valgrind  scripts/memcheck.sh, bench/instructions.sh;
+#   (scripts/citus_build.sh installs its own: SSLR_CITUS_PACKAGES)
 #   bench     bench/*.sh: the test packages, gnuplot, valgrind.
 SSLR_BUILD_PACKAGES="postgresql-15 postgresql-server-dev-15 libssl-dev libkrb5-dev
 make gcc openssl perl procps iproute2"
@@ -40,6 +41,8 @@ pgbouncer prometheus prometheus-postgres-exporter daemon
 $SSLR_PATRONI_PACKAGES
 $SSLR_GNUTLS_CLIENT_PACKAGES $SSLR_RUSTLS_CLIENT_PACKAGES"
 SSLR_VALGRIND_PACKAGES="valgrind"
+# scripts/citus_build.sh: Citus's build (curl, lz4, zstd and krb5 headers)
+SSLR_CITUS_PACKAGES="gcc make libcurl4-openssl-dev liblz4-dev libzstd-dev libkrb5-dev"
 SSLR_BENCH_PACKAGES="$SSLR_TEST_PACKAGES gnuplot-nox valgrind"
 
 # sslr_packages_for NEED...: the package list for those needs (words of

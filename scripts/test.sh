@@ -34,6 +34,10 @@
 #      package, Debian source 18.6-3, tarball, git tree; V the version the
 #      cell's openssl program reports, e.g. 3.0.19, 3.5.7); a build-only
 #      cell "PostgreSQL 20devel (tarball): builds: 1 passed, 0 failed".
+# In the cell 17, before its setup, scripts/citus_build.sh installs Citus
+# (built once into a cache) for t/063_citus.pl; a Citus that cannot be
+# built counts one failure (t/063 then skips), and its time is on the
+# cell's time line.
 # In the cell 15, while its suite runs, scripts/leave_alone_test.sh: the
 # demo run at the same time, leaving a running 15/main and exporter service
 # as they were; its line is "Machine left alone: N passed, N failed".
@@ -342,6 +346,18 @@ for cell in $CELLS; do
     label=$(cell_label "$pg_config")
     [ -n "$build_only" ] || label+=" / OpenSSL $("$openssl_bin" version | awk '{ print $2 }')"
     build_end=$SECONDS
+    # the cell 17: Citus too, for t/063 (scripts/citus_build.sh, cached)
+    citus=
+    if [ "$name" = 17 ] && [ -z "$build_only" ]; then
+        citus=1
+        echo "=== Citus for t/063 (scripts/citus_build.sh) into $pg_config ==="
+        if ! bash "$SSLR_REPO/scripts/citus_build.sh" "$pg_config" >/dev/null 2>"$BUILD_ERR"; then
+            cat "$BUILD_ERR" >&2
+            reason=$(grep -E -m 1 '^citus_build\.sh: ' "$BUILD_ERR" | sed -E 's/^citus_build\.sh: //' || true)
+            fail_cell "$label" "Citus could not be built (${reason:-see above})"
+        fi
+    fi
+    citus_end=$SECONDS
     echo "=== setup (packages, build with -Werror, install) for $pg_config ==="
     if ! WORKDIR=$(SSLR_PG_CONFIG=$pg_config sslr_setup "$workdir_opt"); then
         echo "test.sh: setup.sh failed for $label" >&2
@@ -351,7 +367,9 @@ for cell in $CELLS; do
     setup_end=$SECONDS
     [ -n "$series" ] || cell_pg_config[$major]=$pg_config
     [ -n "${SSLR_NO_PREBUILD:-}" ] || prebuild_start
-    timing="time: $label: PostgreSQL built or cached $(minutes $((build_end - cell_start))), setup $(minutes $((setup_end - build_end)))"
+    timing="time: $label: PostgreSQL built or cached $(minutes $((build_end - cell_start)))"
+    [ -z "$citus" ] || timing+=", Citus built or cached $(minutes $((citus_end - build_end)))"
+    timing+=", setup $(minutes $((setup_end - citus_end)))"
     if [ -n "$build_only" ]; then
         timings+=("$timing")
         echo "test.sh: the extension builds warning-free against $label and installs"
