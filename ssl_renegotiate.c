@@ -36,6 +36,7 @@
 #include "libpq/libpq-be.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
+#include "tcop/utility.h"
 
 #include "accounting.h"
 #include "policy.h"
@@ -53,6 +54,7 @@ PG_MODULE_MAGIC;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static ClientAuthentication_hook_type prev_client_authentication_hook = NULL;
+static ProcessUtility_hook_type prev_process_utility_hook = NULL;
 
 void		_PG_init(void);
 
@@ -101,6 +103,30 @@ sslr_client_authentication_hook(Port *port, int status)
 	}
 }
 
+static void
+sslr_process_utility(PlannedStmt *pstmt, const char *queryString,
+					 bool readOnlyTree, ProcessUtilityContext context,
+					 ParamListInfo params, QueryEnvironment *queryEnv,
+					 DestReceiver *dest, QueryCompletion *qc)
+{
+	bool		saved = sslr_alter_system_enter(pstmt->utilityStmt);
+
+	PG_TRY();
+	{
+		if (prev_process_utility_hook)
+			prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,
+									  params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		sslr_alter_system_leave(saved);
+	}
+	PG_END_TRY();
+}
+
 void
 _PG_init(void)
 {
@@ -119,6 +145,8 @@ _PG_init(void)
 	shmem_startup_hook = sslr_shmem_startup_hook;
 	prev_client_authentication_hook = ClientAuthentication_hook;
 	ClientAuthentication_hook = sslr_client_authentication_hook;
+	prev_process_utility_hook = ProcessUtility_hook;
+	ProcessUtility_hook = sslr_process_utility;
 
 	/* not a hook of PostgreSQL's: see accounting.c */
 	sslr_accounting_init();
