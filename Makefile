@@ -12,6 +12,7 @@ OBJS = \
 	policy.o \
 	preauth.o \
 	renegotiation.o \
+	role_drops.o \
 	role_totals.o \
 	sendpoint.o \
 	setting_checks.o \

@@ -44,6 +44,13 @@
 #define sslr_guc_malloc(size) malloc(size)
 #endif
 
+/* get_database_oid(): in commands/dbcommands.h up to 18, in catalog/pg_database.h since 19. */
+#if PG_VERSION_NUM >= 190000
+#include "catalog/pg_database.h"
+#else
+#include "commands/dbcommands.h"
+#endif
+
 /* OpenSSL before 1.1.1 has no TLS 1.3 and no key updates. */
 #include <openssl/opensslv.h>
 #if OPENSSL_VERSION_NUMBER < 0x10101000L

@@ -15,7 +15,10 @@
  * The table holds ssl_renegotiate.max_database_role_totals entries.  When a
  * new (database, role) finds it full, the least used entry is evicted:
  * the one with the fewest TLS bytes, both ways together (an entry a reset
- * zeroed goes first).  Evictions are counted, never silent.
+ * zeroed goes first).  Evictions are counted, never silent.  The rows of
+ * a dropped role or database are purged (role_drops.c says when), not
+ * evicted: a purge removes its entries and marks its live sessions, if
+ * any, so that they fold nowhere at exit.
  *
  * Who sees what (docs/reference.md, "Who sees what"): a row is the traffic
  * of its role's sessions, live and exited, so a reader sees the rows of the
@@ -57,11 +60,13 @@ typedef struct SslrRoleBaseline
 {
 	int64		connections;
 	SslrTally	tally;
+	bool		dropped;		/* its role or database was dropped: not folded */
 } SslrRoleBaseline;
 
 typedef struct SslrRoleShared
 {
 	SslrRoleInfo info;
+	bool		restored_unchecked; /* entries of the file, not yet checked */
 	SslrRoleBaseline baseline[FLEXIBLE_ARRAY_MEMBER];	/* per slot */
 } SslrRoleShared;
 
@@ -172,7 +177,7 @@ sslr_role_totals_fold(int slot_index, const SslrTally *slot_tally)
 
 	Assert(LWLockHeldByMeInMode(sslr_slots_lock(), LW_EXCLUSIVE));
 	memset(&key, 0, sizeof(key));
-	if (sslr_session_identity(&key.dbid, &key.userid))
+	if (!baseline->dropped && sslr_session_identity(&key.dbid, &key.userid))
 	{
 		entry = sslr_role_entry(&key);
 		if (entry == NULL)
@@ -231,7 +236,8 @@ sslr_copy_role_totals(SslrRoleEntry **out, SslrRoleEntry **live, int *nlive,
 			SslrRoleEntry *row = &(*live)[*nlive];
 
 			sslr_read_slot_tally(i, &copy);
-			if (copy.pid == 0 || !copy.identity_known)
+			if (copy.pid == 0 || !copy.identity_known ||
+				sslr_role_shared->baseline[i].dropped)
 				continue;
 			memset(row, 0, sizeof(SslrRoleEntry));
 			row->key.dbid = copy.dbid;
@@ -249,12 +255,12 @@ sslr_copy_role_totals(SslrRoleEntry **out, SslrRoleEntry **live, int *nlive,
 
 /*
  * The rows of the view, in *rows (palloc'd); returns their number: those
- * of the roles for which include(userid) says yes, each with its exited
- * sessions and its live ones.  include runs with no lock held, so that it
- * may do catalog lookups.
+ * for whose key include says yes, each with its exited sessions and its
+ * live ones.  include runs with no lock held, so that it may do catalog
+ * lookups, and purge (sslr_purge_role_totals).
  */
 int
-sslr_read_role_totals(SslrRoleEntry **rows, bool (*include) (Oid userid))
+sslr_read_role_totals(SslrRoleEntry **rows, bool (*include) (const SslrRoleKey *key))
 {
 	SslrRoleEntry *all;
 	SslrRoleEntry *live;
@@ -276,7 +282,7 @@ sslr_read_role_totals(SslrRoleEntry **rows, bool (*include) (Oid userid))
 						HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	for (int i = 0; i < nall; i++)
 	{
-		if (!include(all[i].key.userid))
+		if (!include(&all[i].key))
 			continue;
 		out[nrows] = all[i];
 		((SslrRowIndex *) hash_search(index, &all[i].key, HASH_ENTER, NULL))->row = nrows;
@@ -287,7 +293,7 @@ sslr_read_role_totals(SslrRoleEntry **rows, bool (*include) (Oid userid))
 		SslrRowIndex *at;
 		bool		found;
 
-		if (!include(live[i].key.userid))
+		if (!include(&live[i].key))
 			continue;
 		at = hash_search(index, &live[i].key, HASH_ENTER, &found);
 		if (!found)
@@ -374,6 +380,66 @@ sslr_reset_role_totals(const Oid *dbid, const Oid *userid)
 }
 
 /*
+ * A role or a database was dropped (userid or dbid given, the other NULL):
+ * its entries go, and its live sessions, if any, fold nowhere when they
+ * exit, so that nothing is left for an object that reuses the OID.  Their
+ * traffic stays in the cluster totals (totals.c), which count apart.  Not
+ * an eviction.  Never raises an error: this runs at commit.
+ */
+void
+sslr_purge_role_totals(const Oid *dbid, const Oid *userid)
+{
+	HASH_SEQ_STATUS scan;
+	SslrRoleEntry *entry;
+	SslrSlotTally copy;
+
+	Assert((dbid == NULL) != (userid == NULL));
+	LWLockAcquire(sslr_slots_lock(), LW_EXCLUSIVE);
+	sslr_moves_begin();
+	hash_seq_init(&scan, sslr_role_table);
+	while ((entry = hash_seq_search(&scan)) != NULL)
+		if (sslr_key_matches(&entry->key, dbid, userid))
+			hash_search(sslr_role_table, &entry->key, HASH_REMOVE, NULL);
+	for (int i = 0; i < sslr_slot_count(); i++)
+	{
+		SslrRoleKey key;
+
+		sslr_read_slot_tally(i, &copy);
+		if (copy.pid == 0 || !copy.identity_known)
+			continue;
+		key.dbid = copy.dbid;
+		key.userid = copy.userid;
+		if (sslr_key_matches(&key, dbid, userid))
+			sslr_role_shared->baseline[i].dropped = true;
+	}
+	sslr_moves_end();
+	LWLockRelease(sslr_slots_lock());
+}
+
+/*
+ * Entries restored from the statistics file whose roles and databases no
+ * backend has checked yet (role_drops.c checks them at the first login).
+ */
+bool
+sslr_role_totals_unchecked(void)
+{
+	bool		unchecked;
+
+	LWLockAcquire(sslr_slots_lock(), LW_SHARED);
+	unchecked = sslr_role_shared->restored_unchecked;
+	LWLockRelease(sslr_slots_lock());
+	return unchecked;
+}
+
+void
+sslr_role_totals_checked(void)
+{
+	LWLockAcquire(sslr_slots_lock(), LW_EXCLUSIVE);
+	sslr_role_shared->restored_unchecked = false;
+	LWLockRelease(sslr_slots_lock());
+}
+
+/*
  * At postmaster exit, when no backend is left (so without the lock): the
  * table's header and size.  Returns false if there is no shared memory.
  */
@@ -418,6 +484,7 @@ void
 sslr_role_totals_restore(const SslrRoleInfo *info, SslrRoleEntry *entries, int64 nentries)
 {
 	sslr_role_shared->info = *info;
+	sslr_role_shared->restored_unchecked = nentries > 0;
 	if (nentries > 0)
 		qsort(entries, nentries, sizeof(SslrRoleEntry), sslr_entry_usage_desc);
 	for (int64 i = 0; i < nentries; i++)

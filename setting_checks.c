@@ -34,7 +34,6 @@
 #include "access/parallel.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
-#include "tcop/utility.h"
 #include "utils/guc.h"
 
 #include <math.h>
@@ -59,37 +58,28 @@ static const struct config_enum_entry sslr_tls12_options[] = {
 	{NULL, 0, false}
 };
 
-static ProcessUtility_hook_type prev_process_utility_hook = NULL;
 static bool sslr_in_alter_system = false;
 
 /*
+ * Around a utility statement (ssl_renegotiate.c's ProcessUtility_hook):
  * ALTER SYSTEM checks a value as if from a file (PGC_S_FILE); this tells
  * it from a file being read, so that it can be refused like a SET.
+ * Returns what sslr_alter_system_leave restores, even after an error.
  */
-static void
-sslr_process_utility(PlannedStmt *pstmt, const char *queryString,
-					 bool readOnlyTree, ProcessUtilityContext context,
-					 ParamListInfo params, QueryEnvironment *queryEnv,
-					 DestReceiver *dest, QueryCompletion *qc)
+bool
+sslr_alter_system_enter(Node *stmt)
 {
 	bool		saved = sslr_in_alter_system;
 
-	if (IsA(pstmt->utilityStmt, AlterSystemStmt))
+	if (IsA(stmt, AlterSystemStmt))
 		sslr_in_alter_system = true;
-	PG_TRY();
-	{
-		if (prev_process_utility_hook)
-			prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,
-									  params, queryEnv, dest, qc);
-		else
-			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-									params, queryEnv, dest, qc);
-	}
-	PG_FINALLY();
-	{
-		sslr_in_alter_system = saved;
-	}
-	PG_END_TRY();
+	return saved;
+}
+
+void
+sslr_alter_system_leave(bool saved)
+{
+	sslr_in_alter_system = saved;
 }
 
 /*
@@ -439,7 +429,4 @@ sslr_settings_define(void)
 							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("ssl_renegotiate");
-
-	prev_process_utility_hook = ProcessUtility_hook;
-	ProcessUtility_hook = sslr_process_utility;
 }

@@ -11,7 +11,13 @@
 #ifndef SSLR_SETTING_CHECKS_H
 #define SSLR_SETTING_CHECKS_H
 
-/* From _PG_init: the settings, and the hook that recognises ALTER SYSTEM. */
+#include "nodes/nodes.h"
+
+/* From _PG_init: the settings. */
 extern void sslr_settings_define(void);
+
+/* around each utility statement: recognising ALTER SYSTEM */
+extern bool sslr_alter_system_enter(Node *stmt);
+extern void sslr_alter_system_leave(bool saved);
 
 #endif							/* SSLR_SETTING_CHECKS_H */

@@ -10,8 +10,9 @@
  * every role's sessions and those that never authenticated, show their
  * counters to pg_read_all_stats only (NULL to anyone else), and the rows
  * per database and role are those of the roles whose privileges the
- * caller has (sslr_may_see).  Reading takes no lock that a login or an
- * exit needs (totals.c, role_totals.c).
+ * caller has (sslr_may_see), and whose role and database still exist
+ * (role_drops.c).  Reading takes no lock that a login or an exit needs
+ * (totals.c, role_totals.c).
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -25,6 +26,7 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "role_drops.h"
 #include "role_totals.h"
 #include "sql_api.h"
 #include "totals.h"
@@ -93,6 +95,16 @@ ssl_renegotiate_reset_1_0(PG_FUNCTION_ARGS pg_attribute_unused())
 	PG_RETURN_VOID();
 }
 
+/*
+ * A row is shown if its role and database exist (a dropped one's rows are
+ * purged, role_drops.c) and the caller may see that role's traffic.
+ */
+static bool
+sslr_row_shown(const SslrRoleKey *key)
+{
+	return sslr_role_pair_alive(key) && sslr_may_see(key->userid);
+}
+
 /* One row per (database, role), for those who may see that role's. */
 Datum
 ssl_renegotiate_database_role_totals_1_2(PG_FUNCTION_ARGS)
@@ -103,7 +115,7 @@ ssl_renegotiate_database_role_totals_1_2(PG_FUNCTION_ARGS)
 
 	sslr_require_preload();
 	InitMaterializedSRF(fcinfo, 0);
-	nrows = sslr_read_role_totals(&rows, sslr_may_see);
+	nrows = sslr_read_role_totals(&rows, sslr_row_shown);
 	for (int i = 0; i < nrows; i++)
 	{
 		Datum		values[SSLR_ROLE_TOTALS_COLS];

@@ -16,10 +16,13 @@
  *	  preauth.c, totals.c, role_totals.c), and in the postmaster the totals
  *	  kept across a clean restart (statsfile.c)
  *	- ProcessUtility_hook: ALTER SYSTEM, for the settings' checks
- *	  (setting_checks.c)
+ *	  (setting_checks.c); DROP ROLE and DROP DATABASE, whose rows per
+ *	  database and role go at commit (role_drops.c)
  *	- ClientAuthentication_hook: the TLS connection is up; attach this
  *	  backend's slot, count there, start enforcing and wrap the send
- *	  path (totals.c, accounting.c, policy.c, sendpoint.c)
+ *	  path (totals.c, accounting.c, policy.c, sendpoint.c); at any
+ *	  login, once after start, check the rows per database and role the
+ *	  statistics file brought back (role_drops.c)
  * and, with OpenSSL, an ex_data index whose "new" function puts the record
  * callback on every connection (accounting.c).  The settings are defined,
  * and checked, in setting_checks.c; their variables are in settings.c,
@@ -36,10 +39,12 @@
 #include "libpq/libpq-be.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
+#include "tcop/utility.h"
 
 #include "accounting.h"
 #include "policy.h"
 #include "preauth.h"
+#include "role_drops.h"
 #include "role_totals.h"
 #include "sendpoint.h"
 #include "setting_checks.h"
@@ -53,6 +58,7 @@ PG_MODULE_MAGIC;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static ClientAuthentication_hook_type prev_client_authentication_hook = NULL;
+static ProcessUtility_hook_type prev_process_utility_hook = NULL;
 
 void		_PG_init(void);
 
@@ -92,6 +98,10 @@ sslr_client_authentication_hook(Port *port, int status)
 	if (prev_client_authentication_hook)
 		prev_client_authentication_hook(port, status);
 
+	/* in the login's transaction, before it can create a role */
+	if (status == STATUS_OK)
+		sslr_role_drops_check_restored();
+
 	if (port->ssl_in_use && port->ssl != NULL)
 	{
 		sslr_totals_attach(port);
@@ -99,6 +109,32 @@ sslr_client_authentication_hook(Port *port, int status)
 		sslr_rekey_start(port);
 		sslr_sendpoint_install();
 	}
+}
+
+static void
+sslr_process_utility(PlannedStmt *pstmt, const char *queryString,
+					 bool readOnlyTree, ProcessUtilityContext context,
+					 ParamListInfo params, QueryEnvironment *queryEnv,
+					 DestReceiver *dest, QueryCompletion *qc)
+{
+	bool		saved = sslr_alter_system_enter(pstmt->utilityStmt);
+	List	   *dropping = sslr_role_drops_before(pstmt->utilityStmt);
+
+	PG_TRY();
+	{
+		if (prev_process_utility_hook)
+			prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,
+									  params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		sslr_alter_system_leave(saved);
+	}
+	PG_END_TRY();
+	sslr_role_drops_after(dropping);
 }
 
 void
@@ -119,6 +155,8 @@ _PG_init(void)
 	shmem_startup_hook = sslr_shmem_startup_hook;
 	prev_client_authentication_hook = ClientAuthentication_hook;
 	ClientAuthentication_hook = sslr_client_authentication_hook;
+	prev_process_utility_hook = ProcessUtility_hook;
+	ProcessUtility_hook = sslr_process_utility;
 
 	/* not a hook of PostgreSQL's: see accounting.c */
 	sslr_accounting_init();

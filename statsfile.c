@@ -15,7 +15,8 @@
  * The file is the totals as they are in memory, with a magic number, a
  * format number and their size in front, then (since format 2) the
  * entries per database and role, and a CRC-32C of all of it behind; a
- * file that fails any check is ignored (and said so in the log).  A
+ * file that fails any check (a (database, role) held twice among them) is
+ * ignored whole (and said so in the log).  A
  * format 1 file, of version 1.1, is still read.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
@@ -183,6 +184,44 @@ sslr_statsfile_write(int code, Datum arg pg_attribute_unused())
 	(void) durable_rename(SSLR_TOTALS_FILE ".tmp", SSLR_TOTALS_FILE, LOG);
 }
 
+/* qsort: by key */
+static int
+sslr_entry_key_cmp(const void *a, const void *b)
+{
+	const SslrRoleKey *ka = &((const SslrRoleEntry *) a)->key;
+	const SslrRoleKey *kb = &((const SslrRoleEntry *) b)->key;
+
+	if (ka->dbid != kb->dbid)
+		return ka->dbid < kb->dbid ? -1 : 1;
+	if (ka->userid != kb->userid)
+		return ka->userid < kb->userid ? -1 : 1;
+	return 0;
+}
+
+/*
+ * A key held twice (entries sorted by key here), or NULL.  The table has
+ * one entry per key, so such a file is not one written here: like one whose
+ * checksum fails, it is ignored whole, as PostgreSQL's own statistics file
+ * is when it holds an entry twice.  Summing would keep counts of unknown
+ * origin, under a stats_reset that fits neither.
+ */
+static const char *
+sslr_duplicate_key(SslrRoleEntry *entries, int64 nentries)
+{
+	static char problem[128];
+
+	qsort(entries, nentries, sizeof(SslrRoleEntry), sslr_entry_key_cmp);
+	for (int64 i = 1; i < nentries; i++)
+		if (sslr_entry_key_cmp(&entries[i - 1], &entries[i]) == 0)
+		{
+			snprintf(problem, sizeof(problem),
+					 "it holds database %u, role %u twice",
+					 entries[i].key.dbid, entries[i].key.userid);
+			return problem;
+		}
+	return NULL;
+}
+
 /*
  * Check a file's content, and restore what it holds; or say what is wrong
  * with it.  Format 1 holds the cluster totals only: the totals per
@@ -227,17 +266,23 @@ sslr_statsfile_restore(const char *data, size_t len)
 	if (!EQ_CRC32C(crc, sslr_crc_of(data, len - sizeof(crc))))
 		return "its checksum does not match";
 
-	sslr_totals_restore(&header.totals);
 	if (header.nentries > 0)
 	{
 		SslrRoleEntry *entries = palloc(entries_len);
+		const char *problem;
 
 		memcpy(entries, data + sizeof(header), entries_len);
-		sslr_role_totals_restore(&header.role_info, entries, header.nentries);
+		problem = sslr_duplicate_key(entries, header.nentries);
+		if (problem == NULL)
+		{
+			sslr_totals_restore(&header.totals);
+			sslr_role_totals_restore(&header.role_info, entries, header.nentries);
+		}
 		pfree(entries);
+		return problem;
 	}
-	else
-		sslr_role_totals_restore(&header.role_info, NULL, 0);
+	sslr_totals_restore(&header.totals);
+	sslr_role_totals_restore(&header.role_info, NULL, 0);
 	return NULL;
 }
 
