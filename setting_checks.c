@@ -429,6 +429,7 @@ sslr_check_old_limit(int *newval, void **extra, GucSource source)
 	bool		own_found;
 	bool		byte_limit_found;
 	bool		sets;
+	size_t		file_size;
 
 	if (source == PGC_S_DEFAULT || *newval < 0)
 		return true;
@@ -446,13 +447,13 @@ sslr_check_old_limit(int *newval, void **extra, GucSource source)
 	byte_limit_found = sslr_file_line("ssl_renegotiate.byte_limit", &byte_limit);
 	sets = !byte_limit_found &&
 		sslr_setting_reset_source("ssl_renegotiate.byte_limit") <= PGC_S_FILE;
-	e = sslr_guc_malloc(offsetof(SslrOldLimitExtra, file) +
-						(own_found ? strlen(own.file) : 0) + 1);
+	file_size = (own_found ? strlen(own.file) : 0) + 1;
+	e = sslr_guc_malloc(offsetof(SslrOldLimitExtra, file) + file_size);
 	if (e == NULL)
 		return false;
 	e->sets_byte_limit = sets;
 	e->line = own_found ? own.line : 0;
-	strcpy(e->file, own_found ? own.file : "");
+	strlcpy(e->file, own_found ? own.file : "", file_size);
 	*extra = e;
 	if (!IsUnderPostmaster)
 		sslr_warn_old_limit(*newval, sets, &own, own_found,
