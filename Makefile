@@ -16,6 +16,7 @@ OBJS = \
 	role_totals.o \
 	sendpoint.o \
 	setting_checks.o \
+	setting_files.o \
 	settings.o \
 	slots.o \
 	sql_api.o \

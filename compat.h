@@ -51,6 +51,34 @@
 #include "commands/dbcommands.h"
 #endif
 
+/*
+ * PostgreSQL's record of a setting (utils/guc_tables.h), and the strings
+ * it keeps there: up to 15 found by a walk of the array and malloc'd, from
+ * 16 on find_option and guc_strdup (its own memory context).
+ */
+#include "utils/guc_tables.h"
+#if PG_VERSION_NUM >= 160000
+#define sslr_find_guc(name) find_option((name), false, true, DEBUG1)
+#define sslr_guc_strdup(str) guc_strdup(LOG, (str))
+#define sslr_guc_free(ptr) guc_free(ptr)
+#else
+static inline struct config_generic *
+sslr_find_guc(const char *name)
+{
+	struct config_generic **vars = get_guc_variables();
+	int			n = GetNumConfigOptions();
+
+	for (int i = 0; i < n; i++)
+	{
+		if (pg_strcasecmp(vars[i]->name, name) == 0)
+			return vars[i];
+	}
+	return NULL;
+}
+#define sslr_guc_strdup(str) strdup(str)
+#define sslr_guc_free(ptr) free(ptr)
+#endif
+
 /* OpenSSL before 1.1.1 has no TLS 1.3 and no key updates. */
 #include <openssl/opensslv.h>
 #if OPENSSL_VERSION_NUMBER < 0x10101000L

@@ -1,18 +1,18 @@
 /*-------------------------------------------------------------------------
  *
  * key_limits.c
- *	  The limits in force: the settings after the old name and the safe
- *	  rule, the record limit of the cipher in force, and what a TLS 1.2
- *	  connection does at a limit.
+ *	  The limits in force: the settings after the safe rule, the record
+ *	  limit of the cipher in force, and what a TLS 1.2 connection does at
+ *	  a limit.
  *
  * The safe rule: a hard_limit that is on is enforced as at least
  * byte_limit + SSLR_HARD_LIMIT_MARGIN_KB, so that no combination of levels
- * (a file, ALTER ROLE, ALTER DATABASE, which only meet in a session) ends
- * a connection before a rotation was tried.  Where a check can see both
- * values (SET, ALTER SYSTEM) setting_checks.c refuses such a pair instead.
- * When the rule raises the hard limit, the backend says so in its log at
- * its next safe point (never inside an assign hook or OpenSSL), once for
- * each pair of values.
+ * (a file, SET, SET LOCAL, RESET, a function's SET clause, ALTER ROLE,
+ * ALTER DATABASE) ends a connection before a rotation was tried.  It is the
+ * one rule for the pair: no check hook refuses a pair, as none sees the
+ * pair that will meet in a session.  When the rule raises the hard limit,
+ * the backend says so in its log at its next safe point (never inside an
+ * assign hook or OpenSSL), once for each pair of values.
  *
  * The limits in force are published in the backend's slot for its row of
  * the activity view; an assign hook runs before its variable takes the
@@ -29,8 +29,6 @@
 #include "replication/walsender.h"
 #include "utils/guc.h"
 
-#include <math.h>
-
 #include <openssl/objects.h>
 #include <openssl/ssl.h>
 
@@ -45,23 +43,15 @@ static int64 sslr_limits_reported_hard = -1;
 static int64 sslr_limits_reported_bytes = -1;
 
 static int64
-sslr_kb_to_bytes(double kb)
+sslr_kb_to_bytes(int kb)
 {
-	return (int64) llround(kb * 1024.0);
-}
-
-/* Is ssl_renegotiate.limit (1.0's name) what sets the byte limit? */
-bool
-sslr_old_limit_in_force(void)
-{
-	return sslr_old_limit_kb >= 0 && sslr_byte_limit_source == PGC_S_DEFAULT;
+	return (int64) kb * 1024;
 }
 
 int64
 sslr_byte_limit_bytes(void)
 {
-	return sslr_kb_to_bytes(sslr_old_limit_in_force() ?
-							sslr_old_limit_kb : sslr_byte_limit_kb);
+	return sslr_kb_to_bytes(sslr_byte_limit_kb);
 }
 
 int64
@@ -78,7 +68,7 @@ sslr_hard_limit_bytes(void)
 int64
 sslr_interval_ms(void)
 {
-	return (int64) llround(sslr_interval_s * 1000.0);
+	return (int64) sslr_interval_s * 1000;
 }
 
 /* The least time between two rotations of one direction, in force. */
@@ -106,6 +96,23 @@ sslr_format_bytes(int64 bytes)
 			return psprintf(INT64_FORMAT "%s", bytes / unit, units[i]);
 	}
 	return psprintf(INT64_FORMAT "B", bytes);
+}
+
+/* A time as PostgreSQL shows a setting in ms: the largest unit that fits. */
+char *
+sslr_format_ms(int64 ms)
+{
+	static const char *const units[] = {"d", "h", "min", "s"};
+	static const int64 sizes[] = {86400000, 3600000, 60000, 1000};
+
+	if (ms == 0)
+		return pstrdup("0");
+	for (int i = 0; i < (int) lengthof(units); i++)
+	{
+		if (ms % sizes[i] == 0)
+			return psprintf(INT64_FORMAT "%s", ms / sizes[i], units[i]);
+	}
+	return psprintf(INT64_FORMAT "ms", ms);
 }
 
 /* The level a value came from, as a DBA would set it there. */
@@ -160,13 +167,11 @@ sslr_key_limits_safe_point(void)
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("ssl_renegotiate: pid %d enforces ssl_renegotiate.hard_limit as %s, not %s",
 					MyProcPid, sslr_format_bytes(hard), sslr_format_bytes(set_hard)),
-			 errdetail("ssl_renegotiate.hard_limit is %s (from %s), ssl_renegotiate.%s is %s (from %s); a hard limit must stay %s above the byte limit, for the client's lag in answering a key update.",
+			 errdetail("ssl_renegotiate.hard_limit is %s (from %s), ssl_renegotiate.byte_limit is %s (from %s); a hard limit must stay %s above the byte limit, for the client's lag in answering a key update.",
 					   sslr_format_bytes(set_hard),
 					   sslr_source_name(sslr_hard_limit_source),
-					   sslr_old_limit_in_force() ? "limit" : "byte_limit",
 					   sslr_format_bytes(bytes),
-					   sslr_source_name(sslr_old_limit_in_force() ?
-										PGC_S_FILE : sslr_byte_limit_source),
+					   sslr_source_name(sslr_byte_limit_source),
 					   sslr_format_bytes(SSLR_HARD_LIMIT_MARGIN_BYTES)),
 			 errhint("Set ssl_renegotiate.hard_limit to 0, or to at least %s, at the level where it is set.",
 					 sslr_format_bytes(hard)),

@@ -5,9 +5,7 @@
  *	  limit and the interval in force, the cipher's record limit, and what
  *	  TLS 1.2 does at them.
  *
- * "In force" is what this backend enforces, after the old name of
- * byte_limit (ssl_renegotiate.limit, used when byte_limit itself was not
- * set) and the safe rule: a hard_limit that is on is at least byte_limit +
+ * "In force" is what this backend enforces, after the safe rule: a hard_limit that is on is at least byte_limit +
  * SSLR_HARD_LIMIT_MARGIN_KB, whatever level each came from.  All in base
  * units, 0 = off.
  *
@@ -29,7 +27,6 @@ extern int64 sslr_byte_limit_bytes(void);
 extern int64 sslr_hard_limit_bytes(void);
 extern int64 sslr_interval_ms(void);
 extern int64 sslr_min_rekey_gap_ms(void);
-extern bool sslr_old_limit_in_force(void);
 
 /*
  * Bytes a TLS 1.3 peer sent between our last key update request and its
@@ -46,8 +43,9 @@ extern SslrTls12Policy sslr_tls12_action(void);
 extern void sslr_limits_changed(void);
 extern void sslr_limits_publish_changed(void);
 
-/* for messages, outside OpenSSL: "64MB", "1536B"; palloc'd */
+/* for messages, outside OpenSSL: "64MB", "1536B"; "30min", "400ms"; palloc'd */
 extern char *sslr_format_bytes(int64 bytes);
+extern char *sslr_format_ms(int64 ms);
 extern const char *sslr_source_name(GucSource source);
 
 /* at a safe point: say if the safe rule applies */

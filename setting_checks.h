@@ -16,8 +16,8 @@
 /* From _PG_init: the settings. */
 extern void sslr_settings_define(void);
 
-/* around each utility statement: recognising ALTER SYSTEM */
-extern bool sslr_alter_system_enter(Node *stmt);
-extern void sslr_alter_system_leave(bool saved);
+/* around each utility statement: typed values checked, ALTER SYSTEM noted */
+extern bool sslr_settings_utility_enter(Node *stmt);
+extern void sslr_settings_utility_leave(bool saved);
 
 #endif							/* SSLR_SETTING_CHECKS_H */

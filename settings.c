@@ -16,10 +16,10 @@
 
 #include "settings.h"
 
-double		sslr_byte_limit_kb = SSLR_BYTE_LIMIT_KB_DEFAULT;
-double		sslr_interval_s = SSLR_INTERVAL_S_DEFAULT;
-double		sslr_hard_limit_kb = SSLR_HARD_LIMIT_KB_DEFAULT;
-double		sslr_old_limit_kb = SSLR_OLD_LIMIT_UNSET;
+int			sslr_byte_limit_kb = SSLR_BYTE_LIMIT_KB_DEFAULT;
+int			sslr_interval_s = SSLR_INTERVAL_S_DEFAULT;
+int			sslr_hard_limit_kb = SSLR_HARD_LIMIT_KB_DEFAULT;
+int			sslr_old_limit_kb = SSLR_OLD_LIMIT_UNSET;
 int			sslr_tls12_policy = SSLR_TLS12_DEFAULT;
 bool		sslr_log_rekeys = SSLR_LOG_REKEYS_DEFAULT;
 int			sslr_max_peer_key_updates = SSLR_MAX_PEER_KEY_UPDATES_DEFAULT;

@@ -9,10 +9,11 @@
  * connection is held to is key_limits.c's: the settings after the old name
  * and the safe rule (README, "Settings").
  *
- * byte_limit, interval and hard_limit are real settings in kB and seconds:
- * PostgreSQL rounds an integer setting to its unit before any check could
- * see it, so '100B' would become 0, "off"; a real one keeps the fraction
- * for the check to refuse.  Bare numbers mean what they always meant.
+ * byte_limit and hard_limit are integer settings in kB, interval in seconds
+ * (bare numbers mean what they always meant), so that SHOW, pg_settings and
+ * PostgreSQL's range errors speak in the units people type.  PostgreSQL
+ * rounds such a value to its unit before a check sees it ('100B' arrives
+ * as 0, "off"): setting_checks.c refuses those from the text typed.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -26,10 +27,10 @@
 #include "sslr_types.h"
 
 /* boot values, shared by the variables and their definitions */
-#define SSLR_BYTE_LIMIT_KB_DEFAULT	(512.0 * 1024)
-#define SSLR_INTERVAL_S_DEFAULT		0.0
-#define SSLR_HARD_LIMIT_KB_DEFAULT	0.0
-#define SSLR_OLD_LIMIT_UNSET		(-1.0)	/* ssl_renegotiate.limit not given */
+#define SSLR_BYTE_LIMIT_KB_DEFAULT	(512 * 1024)
+#define SSLR_INTERVAL_S_DEFAULT		0
+#define SSLR_HARD_LIMIT_KB_DEFAULT	0
+#define SSLR_OLD_LIMIT_UNSET		(-1)	/* ssl_renegotiate.limit not given */
 #define SSLR_TLS12_DEFAULT			SSLR_TLS12_WARN
 #define SSLR_LOG_REKEYS_DEFAULT		false
 #define SSLR_MAX_PEER_KEY_UPDATES_DEFAULT 32
@@ -56,15 +57,16 @@
 
 /*
  * The smallest values other than 0 (off), and the largest.  byte_limit and
- * interval: one of their unit, so that nothing typed rounds to "off".
- * hard_limit: the margin it must leave above byte_limit (key_limits.h), so
- * that no handshake and no rotation can be cut short by it.
+ * interval: one of their unit; a value typed below it is refused, not
+ * rounded to "off".  hard_limit: the margin it must leave above byte_limit
+ * (key_limits.h), so that no handshake and no rotation can be cut short by
+ * it.  The largest interval keeps its timer (in ms) within an int.
  */
-#define SSLR_BYTE_LIMIT_KB_MIN		1.0
-#define SSLR_INTERVAL_S_MIN			1.0
-#define SSLR_HARD_LIMIT_KB_MIN		((double) SSLR_HARD_LIMIT_MARGIN_KB)
-#define SSLR_LIMIT_KB_MAX			1e9		/* about 1 TB */
-#define SSLR_INTERVAL_S_MAX			2e6		/* about 23 days */
+#define SSLR_BYTE_LIMIT_KB_MIN		1
+#define SSLR_INTERVAL_S_MIN			1
+#define SSLR_HARD_LIMIT_KB_MIN		SSLR_HARD_LIMIT_MARGIN_KB
+#define SSLR_LIMIT_KB_MAX			(1024 * 1024 * 1024)	/* 1TB */
+#define SSLR_INTERVAL_S_MAX			2000000 /* about 23 days */
 
 /*
  * How far hard_limit must stay above byte_limit: 64 MiB, four times the
@@ -79,10 +81,10 @@
  */
 #define SSLR_PEER_UPDATE_BYTES	16384
 
-extern double sslr_byte_limit_kb;
-extern double sslr_interval_s;
-extern double sslr_hard_limit_kb;
-extern double sslr_old_limit_kb;	/* the 1.0 name of byte_limit */
+extern int	sslr_byte_limit_kb;
+extern int	sslr_interval_s;
+extern int	sslr_hard_limit_kb;
+extern int	sslr_old_limit_kb;	/* the 1.0 name of byte_limit */
 extern int	sslr_tls12_policy;	/* an SslrTls12Policy */
 extern bool sslr_log_rekeys;
 extern int	sslr_max_peer_key_updates;

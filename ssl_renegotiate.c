@@ -15,9 +15,9 @@
  *	  authentication, totals and totals per database and role (slots.c,
  *	  preauth.c, totals.c, role_totals.c), and in the postmaster the totals
  *	  kept across a clean restart (statsfile.c)
- *	- ProcessUtility_hook: ALTER SYSTEM, for the settings' checks
- *	  (setting_checks.c); DROP ROLE and DROP DATABASE, whose rows per
- *	  database and role go at commit (role_drops.c)
+ *	- ProcessUtility_hook: the values a statement types for the settings
+ *	  and ALTER SYSTEM (setting_checks.c); DROP ROLE and DROP DATABASE,
+ *	  whose rows per database and role go at commit (role_drops.c)
  *	- ClientAuthentication_hook: the TLS connection is up; attach this
  *	  backend's slot, count there, start enforcing and wrap the send
  *	  path (totals.c, accounting.c, policy.c, sendpoint.c); at any
@@ -117,7 +117,7 @@ sslr_process_utility(PlannedStmt *pstmt, const char *queryString,
 					 ParamListInfo params, QueryEnvironment *queryEnv,
 					 DestReceiver *dest, QueryCompletion *qc)
 {
-	bool		saved = sslr_alter_system_enter(pstmt->utilityStmt);
+	bool		saved = sslr_settings_utility_enter(pstmt->utilityStmt);
 	List	   *dropping = sslr_role_drops_before(pstmt->utilityStmt);
 
 	PG_TRY();
@@ -131,7 +131,7 @@ sslr_process_utility(PlannedStmt *pstmt, const char *queryString,
 	}
 	PG_FINALLY();
 	{
-		sslr_alter_system_leave(saved);
+		sslr_settings_utility_leave(saved);
 	}
 	PG_END_TRY();
 	sslr_role_drops_after(dropping);

@@ -50,6 +50,12 @@ SET ssl_renegotiate.interval = '100 years';
 \echo :LAST_ERROR_SQLSTATE
 SET ssl_renegotiate.hard_limit = '1 fortnight';
 \echo :LAST_ERROR_SQLSTATE
+SET ssl_renegotiate.interval = '30d';
+\echo :LAST_ERROR_SQLSTATE
+SET ssl_renegotiate.hard_limit = '10TB';
+\echo :LAST_ERROR_SQLSTATE
+SET ssl_renegotiate.min_rekey_gap = '2h';
+\echo :LAST_ERROR_SQLSTATE
 SET ssl_renegotiate.tls12 = 'sometimes';
 \echo :LAST_ERROR_SQLSTATE
 SET ssl_renegotiate.tls12 = '';
@@ -65,7 +71,7 @@ SET ssl_renegotiate.byte_limit = '100B';
 \echo :LAST_ERROR_SQLSTATE
 SET ssl_renegotiate.byte_limit = '511B';
 \echo :LAST_ERROR_SQLSTATE
-SELECT set_config('ssl_renegotiate.byte_limit', '0.5kB', false);
+SET ssl_renegotiate.byte_limit = '0.5kB';
 \echo :LAST_ERROR_SQLSTATE
 SET ssl_renegotiate.interval = '400ms';
 \echo :LAST_ERROR_SQLSTATE
@@ -73,8 +79,10 @@ SET ssl_renegotiate.hard_limit = '500B';
 \echo :LAST_ERROR_SQLSTATE
 SET ssl_renegotiate.hard_limit = '1MB';
 \echo :LAST_ERROR_SQLSTATE
--- "off" was never a value of these settings: 0 is
+-- "off" was never a value of these settings: 0 is, and the hint says so
 SET ssl_renegotiate.byte_limit = off;
+\echo :LAST_ERROR_SQLSTATE
+SET ssl_renegotiate.interval = 'off';
 \echo :LAST_ERROR_SQLSTATE
 -- ... in every place a value can come from
 CREATE ROLE regress_sslr_settings;
@@ -102,6 +110,9 @@ ALTER SYSTEM SET ssl_renegotiate.min_rekey_gap = '100ms';
 \echo :LAST_ERROR_SQLSTATE
 ALTER ROLE regress_sslr_settings SET ssl_renegotiate.min_rekey_gap = '249ms';
 \echo :LAST_ERROR_SQLSTATE
+CREATE FUNCTION regress_sslr_fn() RETURNS int LANGUAGE sql
+    SET ssl_renegotiate.interval = '400ms' AS 'SELECT 1';
+\echo :LAST_ERROR_SQLSTATE
 -- ... while the floor itself, and the developer setting down to 0, are taken
 SET ssl_renegotiate.min_rekey_gap = '250ms';
 SHOW ssl_renegotiate.min_rekey_gap;
@@ -113,7 +124,8 @@ SELECT setrole::regrole, setdatabase <> 0 AS database, c AS setting
 FROM pg_db_role_setting, unnest(setconfig) AS c
 WHERE c LIKE 'ssl\_renegotiate.%';
 
--- The smallest values, and sizes that are not whole kB, are kept exactly.
+-- SHOW prints the units people type; values that are not whole units are
+-- rounded to the unit, as PostgreSQL rounds its own integer settings.
 SET ssl_renegotiate.byte_limit = '1kB';
 SHOW ssl_renegotiate.byte_limit;
 SET ssl_renegotiate.byte_limit = '1536B';
@@ -122,49 +134,62 @@ SET ssl_renegotiate.byte_limit = '100000B';
 SHOW ssl_renegotiate.byte_limit;
 SET ssl_renegotiate.byte_limit = 524288;
 SHOW ssl_renegotiate.byte_limit;
+SET ssl_renegotiate.byte_limit = '1TB';
+SHOW ssl_renegotiate.byte_limit;
+SET ssl_renegotiate.byte_limit = '0.5GB';
+SHOW ssl_renegotiate.byte_limit;
+SET ssl_renegotiate.byte_limit = '1.5MB';
+SHOW ssl_renegotiate.byte_limit;
 SET ssl_renegotiate.interval = '1s';
+SHOW ssl_renegotiate.interval;
+SET ssl_renegotiate.interval = '1000.4ms';
 SHOW ssl_renegotiate.interval;
 SET ssl_renegotiate.interval = '1500ms';
 SHOW ssl_renegotiate.interval;
 SET ssl_renegotiate.interval = 3600;
 SHOW ssl_renegotiate.interval;
-SET ssl_renegotiate.hard_limit = '64MB';
-\echo :LAST_ERROR_SQLSTATE
+SET ssl_renegotiate.interval = '30min';
+SHOW ssl_renegotiate.interval;
+SET ssl_renegotiate.interval = '2min';
+SHOW ssl_renegotiate.interval;
+SET ssl_renegotiate.interval = 2000000;
+SHOW ssl_renegotiate.interval;
+SET ssl_renegotiate.min_rekey_gap = '1000.4ms';
+SHOW ssl_renegotiate.min_rekey_gap;
 SET ssl_renegotiate.byte_limit = 0;
 SET ssl_renegotiate.hard_limit = '64MB';
 SHOW ssl_renegotiate.hard_limit;
 SET ssl_renegotiate.hard_limit = 0;
 SET ssl_renegotiate.interval = 0;
-SELECT name, setting, unit FROM pg_settings
+SHOW ssl_renegotiate.interval;
+SELECT name, setting, unit, vartype FROM pg_settings
 WHERE name IN ('ssl_renegotiate.byte_limit', 'ssl_renegotiate.hard_limit',
-               'ssl_renegotiate.interval')
+               'ssl_renegotiate.interval', 'ssl_renegotiate.min_rekey_gap')
 ORDER BY name;
 RESET ALL;
 
--- Limits that fit: where both values meet in the check, a hard_limit that
--- is not 64MB above byte_limit is refused, whichever is set second.
+-- No check looks at another setting: each level takes its value, and the
+-- safe rule fits hard_limit to byte_limit in force (t/045 shows the
+-- activity view's row).
+SET ssl_renegotiate.hard_limit = '64MB';
+SHOW ssl_renegotiate.hard_limit;
 SET ssl_renegotiate.byte_limit = '1GB';
 SET ssl_renegotiate.hard_limit = '1GB';
-\echo :LAST_ERROR_SQLSTATE
-SET ssl_renegotiate.hard_limit = '1088MB';
 SHOW ssl_renegotiate.hard_limit;
 SET ssl_renegotiate.byte_limit = '2GB';
-\echo :LAST_ERROR_SQLSTATE
-SET ssl_renegotiate.byte_limit = '1024MB';
-SET ssl_renegotiate.byte_limit = 0;
 SHOW ssl_renegotiate.byte_limit;
 RESET ALL;
+BEGIN;
+SET LOCAL ssl_renegotiate.hard_limit = '100MB';
+SET LOCAL ssl_renegotiate.byte_limit = '1GB';
+SHOW ssl_renegotiate.byte_limit;
+COMMIT;
 ALTER SYSTEM SET ssl_renegotiate.hard_limit = '100MB';
-\echo :LAST_ERROR_SQLSTATE
--- ALTER SYSTEM checks against what the files will say after it
 ALTER SYSTEM SET ssl_renegotiate.byte_limit = '64kB';
 ALTER SYSTEM SET ssl_renegotiate.hard_limit = '65MB';
 ALTER SYSTEM SET ssl_renegotiate.byte_limit = '1GB';
-\echo :LAST_ERROR_SQLSTATE
 ALTER SYSTEM RESET ssl_renegotiate.byte_limit;
 ALTER SYSTEM RESET ssl_renegotiate.hard_limit;
--- ALTER ROLE and ALTER DATABASE only meet in a session: the safe rule
--- applies there (t/015), so each level takes its value.
 ALTER ROLE regress_sslr_settings SET ssl_renegotiate.hard_limit = '100MB';
 ALTER DATABASE contrib_regression SET ssl_renegotiate.byte_limit = '1GB';
 SELECT setrole::regrole, setdatabase <> 0 AS database, c AS setting
@@ -173,6 +198,9 @@ WHERE c LIKE 'ssl\_renegotiate.%'
 ORDER BY 1;
 ALTER DATABASE contrib_regression RESET ssl_renegotiate.byte_limit;
 DROP ROLE regress_sslr_settings;
+
+-- Lines of the configuration files that are refused: none here.
+SHOW ssl_renegotiate.refused_settings;
 
 -- The 1.0 name is read from the configuration files only (t/015).
 SET ssl_renegotiate."limit" = '64kB';

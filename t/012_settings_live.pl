@@ -222,8 +222,8 @@ SHOW ssl_renegotiate.byte_limit;
 SHOW ssl_renegotiation_limit;
 });
 like($out, qr/^sqlstate: 22023$/m, 'bad value: 22023');
-like($err, qr/-1 kB is outside the valid range for parameter "ssl_renegotiate.byte_limit"/,
-	'bad value: the message says why');
+like($err, qr/ssl_renegotiate\.byte_limit cannot be -1kB: the smallest value other than 0 is 1kB\n.*HINT:  0 turns it off\./,
+	'bad value: the message says why, in the units typed');
 like($out, qr/^64kB\n0$/m,
 	'bad value left the setting alone; SHOW ssl_renegotiation_limit (core) still works');
 

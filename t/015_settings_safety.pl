@@ -5,8 +5,9 @@
 #     at start-up, a WARNING and the default.
 #  2. The 1.0 name ssl_renegotiate.limit in postgresql.conf and in
 #     postgresql.auto.conf sets byte_limit in force (rotations show it),
-#     with one WARNING from the postmaster that names the new name; when
-#     byte_limit is set too, it wins and the WARNING says so.
+#     with one WARNING from the postmaster that names its file and line and
+#     the new name; when byte_limit is set too, it wins and the WARNING
+#     says so.  (t/018 checks that SHOW and pg_settings say the same.)
 #  3. The safe rule: hard_limit from ALTER ROLE and byte_limit from ALTER
 #     DATABASE, hard below byte.  A LOG line names both values and their
 #     levels, and a COPY TO beyond the hard limit as set completes over
@@ -163,9 +164,10 @@ for my $where ('postgresql.conf', 'postgresql.auto.conf')
 	my @warnings = $log =~
 	  /WARNING:  ssl_renegotiate\.limit sets ssl_renegotiate\.byte_limit to 64kB/g;
 	is(scalar @warnings, 1, "limit in $where: one WARNING, from the postmaster");
+	my $file = $where eq 'postgresql.conf' ? 'sslr_015.conf' : $where;
 	like($log,
-		qr/DETAIL:  ssl_renegotiate\.limit is the name ssl_renegotiate\.byte_limit had before version 1\.1; it is read until version 2\.0\./,
-		"limit in $where: the WARNING names the new name and when the old one goes");
+		qr/DETAIL:  ssl_renegotiate\.limit \(\S*\/\Q$file\E, line \d+\) is the name ssl_renegotiate\.byte_limit had before version 1\.1; it is read until version 2\.0\./,
+		"limit in $where: the WARNING names its file and line, the new name and when the old one goes");
 	unlike($log, qr/invalid configuration parameter name "ssl_renegotiate\.limit"/,
 		"limit in $where: not removed as an unknown name");
 	is($rc, 0, "limit in $where: COPY TO completes");
