@@ -20,6 +20,9 @@
  *	- ClientAuthentication_hook: the TLS connection is up; attach this
  *	  backend's slot, count there, start enforcing and wrap the send
  *	  path (totals.c, accounting.c, policy.c, sendpoint.c)
+ *	- emit_log_hook: once a limit reached on the inbound path ended the
+ *	  connection, PostgreSQL's lines about a lost client stay out of the
+ *	  server log (ending.c)
  * and, with OpenSSL, an ex_data index whose "new" function puts the record
  * callback on every connection (accounting.c).  The settings are defined,
  * and checked, in setting_checks.c; their variables are in settings.c,
@@ -38,6 +41,7 @@
 #include "storage/ipc.h"
 
 #include "accounting.h"
+#include "ending.h"
 #include "policy.h"
 #include "preauth.h"
 #include "role_totals.h"
@@ -53,6 +57,7 @@ PG_MODULE_MAGIC;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static ClientAuthentication_hook_type prev_client_authentication_hook = NULL;
+static emit_log_hook_type prev_emit_log_hook = NULL;
 
 void		_PG_init(void);
 
@@ -101,6 +106,15 @@ sslr_client_authentication_hook(Port *port, int status)
 	}
 }
 
+static void
+sslr_emit_log_hook(ErrorData *edata)
+{
+	if (sslr_ending_hides(edata))
+		edata->output_to_server = false;
+	else if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+}
+
 void
 _PG_init(void)
 {
@@ -119,6 +133,8 @@ _PG_init(void)
 	shmem_startup_hook = sslr_shmem_startup_hook;
 	prev_client_authentication_hook = ClientAuthentication_hook;
 	ClientAuthentication_hook = sslr_client_authentication_hook;
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = sslr_emit_log_hook;
 
 	/* not a hook of PostgreSQL's: see accounting.c */
 	sslr_accounting_init();
