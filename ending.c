@@ -8,11 +8,21 @@
  * FATAL that says why (sslr_terminate).  One reached on the inbound record
  * path, inside SSL_read, can neither ereport nor block: the TLS connection
  * is marked as shut down by the peer (a flag), so OpenSSL processes nothing
- * more of what is waiting and the read reports end of connection; the
- * reason is logged at exit (sslr_defer_termination): by policy.c's exit
- * callback once the connection is authenticated, before that by an exit
- * handler registered once at start-up (sslr_ending_init), since nothing
- * may be registered inside OpenSSL.
+ * more of what is waiting and the read reports end of connection, and the
+ * connection is marked lost, so that the next CHECK_FOR_INTERRUPTS ends
+ * the backend before it runs anything more (sslr_defer_termination).
+ * PostgreSQL then ends it as if the client had gone; the lines it logs
+ * about that lost client (SQLSTATE class 08: "unexpected EOF", "connection
+ * to client lost", "protocol synchronization was lost") are left out of
+ * the server log (sslr_ending_hides, from emit_log_hook), and nothing it
+ * sends reaches the client (sendpoint.c).  The reason is said at exit: by
+ * policy.c's exit callback once the connection is authenticated, as a FATAL
+ * for hard_limit, sent to the client too, under the current key and
+ * without blocking, unless our own key is past its limit or in a handshake
+ * (ereport(FATAL) from a before_shmem_exit callback: PostgreSQL runs the
+ * remaining callbacks and exits); before authentication, as a LOG, by an
+ * exit handler registered once at start-up (sslr_ending_init), since
+ * nothing may be registered inside OpenSSL.
  *
  * Rotations are logged (ssl_renegotiate.log_rekeys) from a queue filled
  * inside OpenSSL's callbacks and written at the next safe point or at exit.
@@ -31,12 +41,18 @@
  */
 #include "postgres.h"
 
+#include "libpq/libpq.h"
+#include "libpq/libpq-be.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "portability/instr_time.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/wait_event.h"
 
 #include <stdlib.h>
+#include <sys/socket.h>
 
 #include <openssl/ssl.h>
 
@@ -48,6 +64,10 @@
 
 /* what the inbound path decided and could not do */
 #define SSLR_LOG_QUEUE 16
+
+/* after the FATAL: how long what the client still sends is read away */
+#define SSLR_LINGER_MS		3000	/* in all */
+#define SSLR_LINGER_QUIET_MS 1000	/* once it sends nothing */
 
 typedef struct SslrRekeyLog
 {
@@ -64,6 +84,8 @@ typedef struct SslrRekeyLog
 typedef struct SslrEndingState
 {
 	bool		attached;		/* policy.c's exit callback calls ours */
+	bool		client_dest;	/* errors went to the client at attach */
+	bool		hiding;			/* PostgreSQL's lost-client lines: see header */
 	/* our own rotation being measured, and what is not yet in a line */
 	bool		measuring;
 	instr_time	cost_start;
@@ -119,6 +141,7 @@ void
 sslr_ending_setup(void)
 {
 	sslr_ending.attached = true;
+	sslr_ending.client_dest = (whereToSendOutput == DestRemote);
 }
 
 /*
@@ -128,7 +151,8 @@ sslr_ending_setup(void)
  * socket, and the read report end of connection: a backend in the middle of
  * a message, or of a COPY, ends as if the client had gone, rolling back.
  * The next CHECK_FOR_INTERRUPTS ends an idle one as a lost connection, and
- * the latch wakes it.  Nothing more is sent to this client.
+ * the latch wakes it.  Nothing more is sent to this client but the FATAL
+ * that says why, at exit.
  */
 static void
 sslr_end_connection(SSL *ssl)
@@ -136,6 +160,7 @@ sslr_end_connection(SSL *ssl)
 	SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_RECEIVED_SHUTDOWN);
 	if (!sslr_ending.attached)
 		return;					/* said by sslr_termination_at_exit */
+	sslr_ending.hiding = true;
 	InterruptPending = true;
 	ClientConnectionLost = true;
 	SetLatch(MyLatch);
@@ -158,13 +183,10 @@ sslr_defer_termination(SSL *ssl, SslrEndReason reason, int64 amount)
 	sslr_end_connection(ssl);
 }
 
-/* End the connection from a safe point, with the reason. */
-void
-sslr_terminate(SslrDirection dir, SslrEndReason reason)
+/* The FATAL that ends a connection at a limit: bytes under the key of dir. */
+static void
+sslr_fatal(SslrDirection dir, SslrEndReason reason, int64 bytes)
 {
-	int64		bytes = sslr_my_slot->stats.bytes_under_key[dir];
-
-	sslr_count(&sslr_my_slot->stats.tally.terminations, 1);
 	if (reason == SSLR_END_TLS12_REQUEST)
 		ereport(FATAL,
 				(errcode(ERRCODE_ADMIN_SHUTDOWN),
@@ -190,6 +212,27 @@ sslr_terminate(SslrDirection dir, SslrEndReason reason)
 					 sslr_format_bytes(sslr_byte_limit_bytes()),
 					 sslr_peer_lag() > 0 ?
 					 sslr_format_bytes(sslr_peer_lag()) : "none measured")));
+}
+
+/* End the connection from a safe point, with the reason. */
+void
+sslr_terminate(SslrDirection dir, SslrEndReason reason)
+{
+	sslr_count(&sslr_my_slot->stats.tally.terminations, 1);
+	sslr_fatal(dir, reason, sslr_my_slot->stats.bytes_under_key[dir]);
+}
+
+/*
+ * emit_log_hook: leave a line out of the server log?  Once the inbound
+ * path ended an authenticated connection, PostgreSQL's lines about the
+ * client it believes gone (SQLSTATE class 08) are left out: the FATAL at
+ * exit says what happened.
+ */
+bool
+sslr_ending_hides(const ErrorData *edata)
+{
+	return sslr_ending.hiding &&
+		ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_CONNECTION_EXCEPTION;
 }
 
 /* A TLS 1.2 limit where policy says carry on: count it, say it once. */
@@ -395,11 +438,78 @@ sslr_log_deferred_termination(void)
 	ending->deferred = SSLR_END_NONE;	/* said once */
 }
 
-/* At backend exit: what could not be said on the inbound path. */
-void
-sslr_ending_at_exit(void)
+/*
+ * After the FATAL, before the socket is closed (an on_proc_exit callback,
+ * so it runs before PostgreSQL's socket_close): read away, undecrypted and
+ * uncounted, what the client is still sending, until it stops or closes,
+ * for SSLR_LINGER_MS at most (or until the postmaster dies).  A client that
+ * reads nothing while it writes (pgjdbc sending a large message) then
+ * finishes its writes and reads the FATAL; closed with unread data, the
+ * socket would answer its writes with a reset first (a lingering close, as
+ * HTTP servers do).
+ */
+static void
+sslr_linger(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
 {
-	if (sslr_ending.log_queued > 0 || sslr_ending.log_dropped > 0)
+	char		discard[65536];
+	instr_time	start;
+	instr_time	now;
+	long		left;
+
+	if (MyProcPort == NULL || MyProcPort->sock == PGINVALID_SOCKET)
+		return;
+	INSTR_TIME_SET_CURRENT(start);
+	for (;;)
+	{
+		INSTR_TIME_SET_CURRENT(now);
+		INSTR_TIME_SUBTRACT(now, start);
+		left = SSLR_LINGER_MS - (long) INSTR_TIME_GET_MILLISEC(now);
+		if (left <= 0 ||
+			!(WaitLatchOrSocket(NULL, WL_SOCKET_READABLE | WL_TIMEOUT | WL_POSTMASTER_DEATH,
+								MyProcPort->sock, Min(left, SSLR_LINGER_QUIET_MS),
+								WAIT_EVENT_CLIENT_READ) & WL_SOCKET_READABLE) ||
+			recv(MyProcPort->sock, discard, sizeof(discard), 0) <= 0)
+			return;
+	}
+}
+
+/*
+ * At backend exit: what could not be said on the inbound path.  The hard
+ * limit is said with the FATAL of the send side, which does not return, to
+ * the client too if may_send (policy.c: our key is within its limit and in
+ * no handshake): one message, under the current key, without blocking (a
+ * client that reads nothing does not hold the backend in its exit).
+ */
+void
+sslr_ending_at_exit(bool may_send)
+{
+	SslrEndingState *ending = &sslr_ending;
+	int64		bytes = ending->deferred_amount;
+
+	if (ending->log_queued > 0 || ending->log_dropped > 0)
 		sslr_flush_rekey_logs();
-	sslr_log_deferred_termination();
+	if (ending->deferred != SSLR_END_HARD_LIMIT)
+	{
+		ending->hiding = false; /* the LOG may be of class 08 */
+		sslr_log_deferred_termination();
+		return;
+	}
+	ending->deferred = SSLR_END_NONE;	/* said once */
+	whereToSendOutput = DestNone;
+	if (may_send && ending->client_dest && MyProcPort != NULL)
+	{
+		/*
+		 * The lost connection was ours: now sendpoint.c lets writes through,
+		 * and at exit it flushes without blocking.  What PostgreSQL left in
+		 * its buffer (a ParseComplete, say) goes first; the FATAL only if it
+		 * all went, so that the FATAL itself fits in the buffer.
+		 */
+		ClientConnectionLost = false;
+		if (pq_flush_if_writable() == 0 && !pq_is_send_pending())
+		{
+			whereToSendOutput = DestRemote;
+			on_proc_exit(sslr_linger, (Datum) 0);
+		}
+	}
+	sslr_fatal(SSLR_RECEIVED, SSLR_END_HARD_LIMIT, bytes);
 }

@@ -36,6 +36,7 @@ extern void sslr_queue_rekey_log(SslrDirection dir, bool peer_initiated,
 extern void sslr_rotation_cost_begin(void);
 extern void sslr_rotation_cost_end(void);
 extern void sslr_ending_safe_point(void);
-extern void sslr_ending_at_exit(void);
+extern bool sslr_ending_hides(const ErrorData *edata);
+extern void sslr_ending_at_exit(bool may_send);
 
 #endif							/* SSLR_ENDING_H */

@@ -581,17 +581,25 @@ sslr_policy_send_point(bool may_block)
  * Start and end of a connection
  * ---------------------------------------------------------------------
  */
-/* Backend exit: nothing more may act; say what could not be said. */
+/*
+ * Backend exit: nothing more may act; say what could not be said, the
+ * termination last (a FATAL, which runs the remaining exit callbacks).  The
+ * client is told only under a sending key within its hard limit, and in no
+ * handshake: a write then would take part in it.
+ */
 static void
 sslr_policy_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
 {
+	int64		hard = sslr_hard_limit_for(SSLR_SENT);
+
 	sslr_attention_bytes[SSLR_SENT] = sslr_attention_bytes[SSLR_RECEIVED] = SSLR_NO_LIMIT;
 	sslr_attention_records[SSLR_SENT] = sslr_attention_records[SSLR_RECEIVED] = SSLR_NO_LIMIT;
 	sslr_safe_point_work = false;
 
-	sslr_ending_at_exit();
 	sslr_keyupdate_at_exit();
 	sslr_renegotiation_at_exit(sslr_policy.cipher_record_limit);
+	sslr_ending_at_exit(!SSL_in_init(sslr_policy.ssl) &&
+						!(hard > 0 && sslr_my_slot->stats.bytes_under_key[SSLR_SENT] > hard));
 }
 
 /* The connection is authenticated: start enforcing on it. */

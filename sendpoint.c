@@ -21,6 +21,9 @@
  *	  it could read is lost.  A client killed with our KeyUpdate request
  *	  unread answers with a RST, which makes the first write fail.
  *	- Safe points do not nest, and do nothing once the backend exits.
+ *	- At exit nothing blocks: a flush then sends only what the socket
+ *	  takes at once (the FATAL of a limit reached on the inbound path,
+ *	  ending.c), since no signal can end a backend that waits then.
  *	- A safe point processes no interrupt (no CHECK_FOR_INTERRUPTS, not
  *	  even in a wait): PostgreSQL's own write path below handles a
  *	  termination as it always does, and a cancel or statement_timeout
@@ -95,7 +98,7 @@ sslr_flush_slow(bool may_block)
 	if (ClientConnectionLost)
 		return EOF;
 	sslr_send_point(may_block);
-	return may_block ? sslr_sendpoint.prev.flush() :
+	return may_block && !proc_exit_inprogress ? sslr_sendpoint.prev.flush() :
 		sslr_sendpoint.prev.flush_if_writable();
 }
 
@@ -112,7 +115,7 @@ sslr_putmessage_slow(char msgtype, const char *s, size_t len)
 static int
 sslr_comm_flush(void)
 {
-	if (sslr_send_attention())
+	if (sslr_send_attention() || unlikely(proc_exit_inprogress))
 		return sslr_flush_slow(true);
 	return sslr_sendpoint.prev.flush();
 }

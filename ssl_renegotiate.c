@@ -23,6 +23,9 @@
  *	  path (totals.c, accounting.c, policy.c, sendpoint.c); at any
  *	  login, once after start, check the rows per database and role the
  *	  statistics file brought back (role_drops.c)
+ *	- emit_log_hook: once a limit reached on the inbound path ended the
+ *	  connection, PostgreSQL's lines about a lost client stay out of the
+ *	  server log (ending.c)
  * and, with OpenSSL, an ex_data index whose "new" function puts the record
  * callback on every connection (accounting.c).  The settings are defined,
  * and checked, in setting_checks.c; their variables are in settings.c,
@@ -42,6 +45,7 @@
 #include "tcop/utility.h"
 
 #include "accounting.h"
+#include "ending.h"
 #include "policy.h"
 #include "preauth.h"
 #include "role_drops.h"
@@ -59,6 +63,7 @@ static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static ClientAuthentication_hook_type prev_client_authentication_hook = NULL;
 static ProcessUtility_hook_type prev_process_utility_hook = NULL;
+static emit_log_hook_type prev_emit_log_hook = NULL;
 
 void		_PG_init(void);
 
@@ -137,6 +142,15 @@ sslr_process_utility(PlannedStmt *pstmt, const char *queryString,
 	sslr_role_drops_after(dropping);
 }
 
+static void
+sslr_emit_log_hook(ErrorData *edata)
+{
+	if (sslr_ending_hides(edata))
+		edata->output_to_server = false;
+	else if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+}
+
 void
 _PG_init(void)
 {
@@ -157,6 +171,8 @@ _PG_init(void)
 	ClientAuthentication_hook = sslr_client_authentication_hook;
 	prev_process_utility_hook = ProcessUtility_hook;
 	ProcessUtility_hook = sslr_process_utility;
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = sslr_emit_log_hook;
 
 	/* not a hook of PostgreSQL's: see accounting.c */
 	sslr_accounting_init();

@@ -18,6 +18,9 @@
 #            5746), so the policy outcome is that of a renegotiating client:
 #            data intact, both directions rotated, no failure.
 #
+# And with byte_limit = 0, hard_limit = 64MB, a 70 MB query parameter: the
+# SQLException carries the server's FATAL and SQLState 53400.
+#
 # Skipped when java, javac or the pgjdbc jar is missing.
 
 use strict;
@@ -77,24 +80,26 @@ CREATE EXTENSION ssl_renegotiate;
 CREATE TABLE copy_in (i int, s text);
 });
 
-# Run CopyRoundTrip over TLS $version ('1.2' or '1.3'); returns a hashref
-# of its key=value lines plus exit (exit status) and stderr.
+# Run CopyRoundTrip over TLS $version ('1.2' or '1.3'), with more URL
+# parameters and a query parameter of $param_bytes if given; returns a
+# hashref of its key=value lines plus exit (exit status) and stderr.
 sub run_java
 {
-	my ($version, $rows_out, $rows_in) = @_;
+	my ($version, $rows_out, $rows_in, $params, $param_bytes) = @_;
 	my $url =
 	    'jdbc:postgresql://127.0.0.1:'
 	  . $node->port
 	  . '/postgres?user=postgres&sslmode=require'
 	  . '&sslfactory=org.postgresql.ssl.NonValidatingFactory'
 	  . '&gssEncMode=disable'
-	  . "&ApplicationName=jdbc_tls$version";
+	  . "&ApplicationName=jdbc_tls$version"
+	  . ($params // '');
 	# C1 only and the serial collector: a short run on a small machine
 	my @cmd = (
 		'java', '-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC',
 		"-Djdk.tls.client.protocols=TLSv$version",
 		'-cp', "$PGJDBC_JAR:$tmp", 'CopyRoundTrip', $url, $rows_out, $rows_in,
-		$FILLER);
+		$FILLER, $param_bytes // 0);
 	my ($out, $err) = ('', '');
 	my %r;
 	eval {
@@ -170,6 +175,44 @@ my $bound = $LIMIT + (5 + length("$ROWS\t") + 32 + $FILLER + 1) + 8192;
 		/SSL error|SSL SYSCALL|could not (?:send|receive) data|unexpected EOF|connection to client lost|terminat(?:ed|ing) connection|FATAL|PANIC/
 	} split /\n/, slurp_file($node->logfile, $log);
 	is(join("\n", @trouble), '', "$label: no SSL error nor FATAL logged");
+}
+
+# ---------------------------------------------------------------------
+# TLS 1.3, hard_limit: a query whose parameter takes the client beyond it
+# under one key is ended with a FATAL that pgjdbc receives (byte_limit = 0:
+# the client is never asked to rotate).  Not a COPY: pgjdbc 42.5's
+# CopyManager.copyIn drops an ErrorResponse that EOF follows, and its
+# cancelCopy's failure replaces the exception.
+# ---------------------------------------------------------------------
+{
+	my $label = 'jdbc TLS 1.3 hard_limit';
+	my $log   = -s $node->logfile;
+	my $t0    = totals_row($node);
+	my $r     = run_java('1.3', 0, 0,
+		'&options=-c%20ssl_renegotiate.byte_limit%3D0%20-c%20ssl_renegotiate.hard_limit%3D64MB',
+		70_000_000);
+	my $pid = $r->{pid} // 0;
+
+	isnt($r->{exit}, 0, "$label: the client failed");
+	ok(!defined $r->{param_length}, "$label: the query was not answered");
+	like(
+		$r->{param_error} // '',
+		qr/FATAL: terminating connection because more than ssl_renegotiate\.hard_limit was received under one TLS key/,
+		"$label: the SQLException gives the server's reason");
+	is($r->{param_sqlstate}, '53400',
+		"$label: ... with SQLState 53400 (configuration_limit_exceeded)");
+	$node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid")
+	  or die "backend $pid did not exit";
+	is(totals_row($node)->{terminations} - $t0->{terminations},
+		1, "$label: totals.terminations grew by 1");
+	my @lines = grep { /\[$pid\]/ } split /\n/, slurp_file($node->logfile, $log);
+	is( join("\n",
+			grep { /ERROR|FATAL|PANIC|unexpected EOF|connection to client lost/ } @lines),
+		join("\n",
+			grep { /FATAL:  terminating connection because more than ssl_renegotiate\.hard_limit was received/ } @lines),
+		"$label: the server log has the FATAL and no other error for the backend");
+	cmp_ok(scalar(grep { /FATAL/ } @lines), '==', 1, "$label: ... once");
 }
 
 # ---------------------------------------------------------------------

@@ -425,14 +425,14 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	is($r->{copy_started}, 1, 'never-answer, hard_limit 65MB: COPY started');
 	isnt($r->{copy_result}, 'ok',
 		'never-answer, hard_limit 65MB: the client could not finish the COPY');
-	like($r->{result}, qr/^(closed|tls_error)$/,
+	like($r->{result}, qr/^(closed|tls_error|fatal)$/,
 		'never-answer, hard_limit 65MB: the connection was ended');
 	ok(wait_gone($pid), 'never-answer, hard_limit 65MB: backend exited');
 
 	my $log = log_since($pos);
 	ok( $log =~
-		  /ssl_renegotiate: terminated connection of pid $pid: the client sent (\d+) bytes under one TLS key, more than ssl_renegotiate\.hard_limit \(65MB\)/,
-		'never-answer, hard_limit 65MB: log line names hard_limit');
+		  /\[$pid\] .*FATAL:  terminating connection because more than ssl_renegotiate\.hard_limit was received under one TLS key\n.*DETAIL:  (\d+) bytes under one key; ssl_renegotiate\.hard_limit is 65MB\./,
+		'never-answer, hard_limit 65MB: the FATAL names hard_limit');
 	my $bytes = $1 // 0;
 	cmp_ok($bytes, '>', 65 * $MB,
 		'never-answer, hard_limit 65MB: ... with more than 65 MB under the key');
@@ -509,14 +509,18 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	ok($ended,
 		'stall after hard_limit: the backend ended while the peer stayed silent'
 	) or diag("15 s after the decision, backend $spid is still there: $state");
-	isnt($r->{result}, 'stalled',
-		'stall after hard_limit: the client found its connection closed after the stall'
+	is($r->{result}, 'fatal',
+		'stall after hard_limit: after the stall, the client reads the FATAL'
 	);
+	like(
+		$r->{server_error} // '',
+		qr/terminating connection because more than ssl_renegotiate\.hard_limit was received under one TLS key/,
+		'stall after hard_limit: ... which says why');
 	ok(wait_gone($spid), 'stall after hard_limit: backend gone after the client left');
 	like(
 		log_since($pos),
-		qr/terminated connection of pid $spid: the client sent \d+ bytes under one TLS key, more than ssl_renegotiate\.hard_limit/,
-		'stall after hard_limit: log line names hard_limit');
+		qr/\[$spid\] .*FATAL:  terminating connection because more than ssl_renegotiate\.hard_limit was received under one TLS key/,
+		'stall after hard_limit: the FATAL names hard_limit');
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM hp_copy'),
 		'0', 'stall after hard_limit: no row committed');
 

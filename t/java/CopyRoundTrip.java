@@ -1,7 +1,7 @@
 /*
  * CopyRoundTrip -- a pgjdbc (JSSE) client for t/021_other_clients.pl.
  *
- * Usage: java -cp postgresql.jar:DIR CopyRoundTrip URL ROWS_OUT ROWS_IN FILLER
+ * Usage: java -cp postgresql.jar:DIR CopyRoundTrip URL ROWS_OUT ROWS_IN FILLER [PARAM]
  *
  * Connects with URL (the test passes sslmode=require and a non-validating
  * SSL factory; the TLS version is chosen with -Djdk.tls.client.protocols),
@@ -10,11 +10,14 @@
  *     generate_series(1, ROWS_OUT) i", digested as it arrives;
  *   - COPY IN to table copy_in(i int, s text) of ROWS_IN generated rows
  *     "i<TAB>md5('r' || i) || FILLER times 'y'";
+ *   - with PARAM > 0, "SELECT length($1)" with a text of PARAM bytes (one
+ *     Bind message that large);
  *   - its own row of ssl_renegotiate_activity, as JSON.
  * and prints one "key=value" line per fact, flushed as it goes, so that the
  * test sees how far it got when the server ends the connection:
- *   pid, tls_version, cipher, out_bytes, out_md5, out_error,
- *   in_bytes, in_md5, in_rows, in_error, activity, activity_error, done.
+ *   pid, tls_version, cipher, out_bytes, out_md5, out_error, out_sqlstate,
+ *   in_bytes, in_md5, in_rows, in_error, in_sqlstate, param_length,
+ *   param_error, param_sqlstate, activity, activity_error, done.
  * Exit status 0 when every step worked, 1 otherwise.
  */
 import java.io.IOException;
@@ -22,9 +25,12 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.util.Arrays;
 import java.sql.Connection;
 import java.sql.DriverManager;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.sql.Statement;
 
 import org.postgresql.PGConnection;
@@ -70,6 +76,19 @@ public class CopyRoundTrip
 				break;
 		}
 		return sb.toString();
+	}
+
+	/* The SQLSTATE of the first SQLException in the chain, or "none". */
+	private static String sqlState(Throwable t)
+	{
+		for (Throwable c = t; c != null; c = c.getCause())
+		{
+			if (c instanceof SQLException && ((SQLException) c).getSQLState() != null)
+				return ((SQLException) c).getSQLState();
+			if (c.getCause() == c)
+				break;
+		}
+		return "none";
 	}
 
 	/* An OutputStream that digests and counts what COPY OUT writes. */
@@ -173,15 +192,16 @@ public class CopyRoundTrip
 
 	public static void main(String[] args) throws Exception
 	{
-		if (args.length != 4)
+		if (args.length != 4 && args.length != 5)
 		{
-			System.err.println("usage: CopyRoundTrip URL ROWS_OUT ROWS_IN FILLER");
+			System.err.println("usage: CopyRoundTrip URL ROWS_OUT ROWS_IN FILLER [PARAM]");
 			System.exit(2);
 		}
 		String url = args[0];
 		int rowsOut = Integer.parseInt(args[1]);
 		int rowsIn = Integer.parseInt(args[2]);
 		int filler = Integer.parseInt(args[3]);
+		int paramBytes = args.length == 5 ? Integer.parseInt(args[4]) : 0;
 		boolean ok = true;
 
 		try (Connection conn = DriverManager.getConnection(url))
@@ -211,6 +231,7 @@ public class CopyRoundTrip
 				{
 					ok = false;
 					say("out_error", describe(e));
+					say("out_sqlstate", sqlState(e));
 				}
 				say("out_bytes", sink.bytes);
 				say("out_md5", hex(sink.md.digest()));
@@ -228,9 +249,32 @@ public class CopyRoundTrip
 				{
 					ok = false;
 					say("in_error", describe(e));
+					say("in_sqlstate", sqlState(e));
 				}
 				say("in_bytes", src.bytes);
 				say("in_md5", hex(src.md.digest()));
+			}
+
+			if (ok && paramBytes > 0)
+			{
+				char[] text = new char[paramBytes];
+
+				Arrays.fill(text, 'p');
+				try (PreparedStatement ps = conn.prepareStatement("SELECT length(?)"))
+				{
+					ps.setString(1, new String(text));
+					try (ResultSet rs = ps.executeQuery())
+					{
+						rs.next();
+						say("param_length", rs.getInt(1));
+					}
+				}
+				catch (Exception e)
+				{
+					ok = false;
+					say("param_error", describe(e));
+					say("param_sqlstate", sqlState(e));
+				}
 			}
 
 			if (ok)

@@ -28,7 +28,8 @@
  *   stall-after KB                the same, but cross KB kB inside a
  *                                 CopyData message and go silent before its
  *                                 end (hold point "stalled"; result=stalled
- *                                 if the connection was still open then)
+ *                                 if the connection was still open then,
+ *                                 fatal if the server said why it ended)
  *   renegotiate                   (TLS 1.2) a client-initiated
  *                                 renegotiation, then "SELECT 1"
  *   refuse-renegotiation [BYTES]  (TLS 1.2, SSL_OP_NO_RENEGOTIATION) read

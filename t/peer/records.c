@@ -125,7 +125,9 @@ mode_keyupdate_interleaved(long n)
  * it waits inside it for the rest.  That record is the last one we write
  * (28 kB, 8 kB short of stall_kb with the TLS overhead of the rows, then
  * one full 16 kB record): a server that ends the connection as it reads it
- * cannot fail a write of ours still under way.
+ * cannot fail a write of ours still under way.  After the stall, what the
+ * server said is read: a FATAL (result=fatal), or the end of the
+ * connection.
  */
 enum outcome
 mode_never_answer(long mb, const char *table, long stall_kb)
@@ -178,17 +180,28 @@ mode_never_answer(long mb, const char *table, long stall_kb)
 		hold("stalled");
 
 		/*
-		 * Still up?  A server that ended the session has closed the
-		 * socket: a read says so (without blocking: data may be absent).
+		 * Still up?  A server that ended the session has said why (a
+		 * FATAL: read it) or closed the socket: a read says so (without
+		 * blocking: data may be absent).
 		 */
 		set_blocking(0);
 		ERR_clear_error();
 		{
 			char		c;
-			int			n = SSL_read(ssl, &c, 1);
+			int			n = SSL_peek(ssl, &c, 1);
 			int			err = SSL_get_error(ssl, n);
 
-			if (n > 0 || err == SSL_ERROR_WANT_READ)
+			if (n > 0)
+			{
+				struct qres r;
+
+				set_blocking(1);
+				memset(&r, 0, sizeof(r));
+				o = read_until_ready(&r, 0);
+				if (o == OUT_OK)
+					say("after_stall=open");
+			}
+			else if (err == SSL_ERROR_WANT_READ)
 			{
 				say("after_stall=open");
 				o = OUT_OK;
