@@ -7,7 +7,7 @@
  * defines the settings on them, refuses values that would switch
  * protection off by accident, and tells policy.c when one changes.  What a
  * connection is held to is key_limits.c's: the settings after the old name
- * and the safe rule (README, "Settings").
+ * and the safe rule (docs/settings.md).
  *
  * byte_limit and hard_limit are integer settings in kB, interval in seconds
  * (bare numbers mean what they always meant), so that SHOW, pg_settings and
@@ -71,7 +71,7 @@
 /*
  * How far hard_limit must stay above byte_limit: 64 MiB, four times the
  * largest lag of a client answering our key update request that was
- * measured (libpq, 14.3 MB; README, "What clients do").
+ * measured (libpq, 14.3 MB; docs/clients.md).
  */
 #define SSLR_HARD_LIMIT_MARGIN_KB	(64 * 1024)
 
