@@ -48,7 +48,7 @@ sslr_pg_tarball() {
     local dir=$1 major=$2 file line sum actual
     [ -d "$dir" ] || return 2
     # 16.14, 19beta2, 20devel; not 160.x
-    file=$(find "$dir" -maxdepth 1 -type f -name "postgresql-$major[.a-z]*.tar.*" \
+    file=$(find "$dir" -maxdepth 1 -type f -name "postgresql-${major}[.a-z]*.tar.*" \
                ! -name '*.asc' ! -name '*.sig' ! -name '*.sha256' ! -name '*.md5' -printf '%f\n' |
            sort -V | tail -n 1)
     [ -n "$file" ] || return 2
