@@ -3,21 +3,29 @@
 # machine: a minimal root made by debootstrap, where nothing this machine
 # has installed, built or cached can help.  Run as root.
 #
-#   scripts/fresh_check.sh [--keep] [--cached] [--only demo|test]
+#   scripts/fresh_check.sh [--keep] [--cached] [--plain-apt]
+#                          [--only demo|test | --run COMMAND]
 #
 #   1. debootstrap --variant=minbase bookworm ROOT, from the Debian archive
 #      this machine's own apt sources name (scripts/apt_sources.sh); ROOT
 #      gets those Debian entries and this machine's apt.conf.d (proxy,
 #      mirror settings), /etc/hosts and /etc/resolv.conf, and a policy-rc.d
 #      that keeps package installs from starting services: the root shares
-#      this machine's network, and its servers' ports.
+#      this machine's network, and its servers' ports.  With --plain-apt,
+#      none of this machine's apt configuration: ROOT's apt has only what
+#      debootstrap gave it and the archive's address, so apt's own checks
+#      apply as on a plain Debian (a machine's apt.conf.d may switch off
+#      Acquire::Check-Valid-Until, and hide a suite whose Release file has
+#      expired).
 #   2. bind-mounts /proc, /sys and /dev into ROOT, and a tmpfs on /dev/shm;
 #   3. copies in a clone of HEAD (committed work only, as CI clones it) at
 #      ROOT/work/main and ../shared (the PostgreSQL tarballs) at
 #      ROOT/work/shared;
 #   4. runs, inside, with CI=true: ./scripts/demo.sh, then
 #      ./scripts/test.sh (with --cached: test.sh once more, on the builds
-#      the first run left);
+#      the first run left); with --run, COMMAND instead (a shell command
+#      run in the clone, e.g. 'SSLR_CELLS=18 ./scripts/test.sh': one cell
+#      as the first command of a fresh machine), its last line reported;
 #   5. prints each command's result line, exit status and time, and
 #      test.sh's lines of the first run: each cell's result and times; the logs stay in $SSLR_FRESH_LOGS (default
 #      /var/tmp/ssl_renegotiate-fresh-logs);
@@ -37,16 +45,22 @@ REPO=$(cd "$HERE/.." && pwd)
 keep=
 cached=
 only=
+plain_apt=
+run=
+usage="usage: $0 [--keep] [--cached] [--plain-apt] [--only demo|test | --run COMMAND]"
 while [ $# -gt 0 ]; do
     case "$1" in
         --keep) keep=1 ;;
         --cached) cached=1 ;;
+        --plain-apt) plain_apt=1 ;;
         --only) only=${2:-}; shift ;;
-        *) echo "usage: $0 [--keep] [--cached] [--only demo|test]" >&2; exit 2 ;;
+        --run) run=${2:-}; [ -n "$run" ] || { echo "$usage" >&2; exit 2; }; shift ;;
+        *) echo "$usage" >&2; exit 2 ;;
     esac
     shift
 done
 case "$only" in "" | demo | test) ;; *) echo "$0: --only demo or --only test" >&2; exit 2 ;; esac
+[ -z "$run" ] || [ -z "$only$cached" ] || { echo "$0: --run goes with neither --only nor --cached" >&2; exit 2; }
 sslr_require_root fresh_check.sh
 
 LOGS=${SSLR_FRESH_LOGS:-/var/tmp/ssl_renegotiate-fresh-logs}
@@ -102,7 +116,11 @@ keyring=/usr/share/keyrings/debian-archive-keyring.gpg
             "$SSLR_SECURITY_URI" "$keyring"
 } >"$ROOT/etc/apt/sources.list.d/debian.sources"
 rm -f "$ROOT/etc/apt/sources.list"
-cp -a /etc/apt/apt.conf.d/. "$ROOT/etc/apt/apt.conf.d/"
+if [ -n "$plain_apt" ]; then
+    log "--plain-apt: none of this machine's apt configuration in the root ($(ls "$ROOT/etc/apt/apt.conf.d" | tr '\n' ' '))"
+else
+    cp -a /etc/apt/apt.conf.d/. "$ROOT/etc/apt/apt.conf.d/"
+fi
 cp /etc/hosts /etc/resolv.conf "$ROOT/etc/" 2>/dev/null || true
 printf '#!/bin/sh\nexit 101\n' >"$ROOT/usr/sbin/policy-rc.d"
 chmod 755 "$ROOT/usr/sbin/policy-rc.d"
@@ -144,11 +162,15 @@ report() { # report NAME COMMAND RESULT_LINE
     results+=("$2: exit status $status, $(minutes "$took"): $3")
     [ "$status" -eq 0 ] || failed=1
 }
-if [ "$only" != test ]; then
+if [ -n "$run" ]; then
+    run_inside run "$run"
+    report run "$run" "$(tail -n 1 "$LOGS/run.log")"
+    fresh_cells=$(grep -E '^(PostgreSQL .*|Debian package): .*passed, [0-9]+ failed$|^time: ' "$LOGS/run.log" || true)
+elif [ "$only" != test ]; then
     run_inside demo ./scripts/demo.sh
     report demo ./scripts/demo.sh "$(grep -E 'COPY|MB/s' "$LOGS/demo.log" | tail -n 1 | sed 's/^ *//')"
 fi
-if [ "$only" != demo ]; then
+if [ -z "$run" ] && [ "$only" != demo ]; then
     run_inside test ./scripts/test.sh
     report test ./scripts/test.sh "$(tail -n 1 "$LOGS/test.log")"
     fresh_cells=$(grep -E '^(PostgreSQL .*|Debian package): .*passed, [0-9]+ failed$|^time: ' "$LOGS/test.log" || true)
@@ -159,10 +181,10 @@ if [ "$only" != demo ]; then
 fi
 
 echo
-echo "fresh Debian 12 root (debootstrap --variant=minbase: $(minutes "$debootstrap_time")) at $ROOT"
+echo "fresh Debian 12 root (debootstrap --variant=minbase: $(minutes "$debootstrap_time")${plain_apt:+, its own apt configuration only}) at $ROOT"
 printf '%s\n' "${results[@]}"
 if [ -n "${fresh_cells:-}" ]; then
-    echo "the first ./scripts/test.sh, cell by cell:"
+    echo "${run:-the first ./scripts/test.sh}, cell by cell:"
     printf '  %s\n' "$fresh_cells"
 fi
 exit "$failed"

@@ -10,7 +10,8 @@
 #
 #   1. Debian's source package "openssl" of that series, newest version
 #      first, from the suites that carry it (scripts/debsrc.sh: a private
-#      apt configuration under the cache).
+#      apt configuration per suite under the cache); a series that no
+#      readable suite serves is refused, saying which suites and why.
 #   2. Its upstream tarball is built as shared libraries with the library
 #      directory on the rpath (a program linked against it finds it without
 #      LD_LIBRARY_PATH), without tests or documentation, and installed into
@@ -41,14 +42,28 @@ exec 9>"$CACHE/.$SERIES.lock"
 flock -n 9 || { log "waiting for the build under way"; flock 9; }
 sslr_built_before "$MARKER" "$PREFIX/include/openssl/opensslv.h" && { echo "$PREFIX"; exit 0; }
 . "$HERE/packages.sh"
-sslr_install_packages gcc make perl dpkg-dev debian-archive-keyring
+# libc6-dev: gcc alone cannot link (Debian makes it a Recommends)
+sslr_install_packages gcc libc6-dev make perl dpkg-dev debian-archive-keyring
 
 # ------------------------------------------------------------- download
+# Only the suites that carry the series are read (each on its own: one that
+# cannot be read hides no other): 1.1.1 is bullseye's, 3.0 bookworm's, 3.5
+# trixie's; a later series is only in the development suites, forky, sid
+# and experimental, whose Release files a mirror may serve expired.
+case "$SERIES" in
+    1.1.1) suites="bullseye bullseye-security" ;;
+    3.0 | 3.0.*) suites="bookworm bookworm-security" ;;
+    3.5 | 3.5.*) suites="trixie trixie-security" ;;
+    1.* | 3.[0-4] | 3.[0-4].*) die "no Debian suite carries OpenSSL $SERIES (1.1.1: bullseye, 3.0: bookworm, 3.5: trixie; later series: forky, sid, experimental)" ;;
+    *) suites="forky sid experimental" ;;
+esac
 work=$CACHE/src/$SERIES
-# 1.1.1 lives in bullseye; 3.5 in trixie; 3.6 and 4.0 in sid/experimental
-chosen=$(sslr_debian_source "$CACHE/apt-$SERIES" "$work" openssl "^${SERIES//./\\.}[.a-z]" \
-    bullseye bullseye-security trixie trixie-security sid experimental) ||
-    die "no source package to build"
+err=$(mktemp)
+trap 'rm -f "$err"' EXIT
+# shellcheck disable=SC2086 # a list of suites
+chosen=$(sslr_debian_source "$CACHE/apt-$SERIES" "$work" openssl "^${SERIES//./\\.}([.a-z~+-]|\$)" $suites 2>"$err") ||
+    { cat "$err" >&2; die "no source package to build: $(tail -n 1 "$err")"; }
+cat "$err" >&2
 log "building $chosen"
 
 srcdir=$(sslr_unpack_upstream "$work" openssl) || die "cannot unpack the source package of $chosen"

@@ -6,7 +6,8 @@
 # What scripts/setup.sh installs, by what the caller needs (SSLR_NEEDS, a
 # list of the words below; the build's packages always):
 #   (always)  building the extension against Debian's PostgreSQL 15 and
-#             running the demo: the server, its headers, a compiler, the
+#             running the demo: the server, its headers, a compiler (gcc
+#             and libc6-dev, which gcc only recommends), the
 #             openssl program (certificates), ss (free ports);
 #   test      scripts/test.sh: TAP (IPC::Run), make lint (cppcheck,
 #             clang-tidy), t/021's Java client (JDK, pgjdbc), t/025's
@@ -22,7 +23,7 @@
 #   (scripts/citus_build.sh installs its own: SSLR_CITUS_PACKAGES)
 #   bench     bench/*.sh: the test packages, gnuplot, valgrind.
 SSLR_BUILD_PACKAGES="postgresql-15 postgresql-server-dev-15 libssl-dev libkrb5-dev
-make gcc openssl perl procps iproute2"
+make gcc libc6-dev openssl perl procps iproute2"
 # Debian 12's patroni 3.0.2 (its DCS client python3-etcd comes with it)
 # and etcd-server 3.4; python3-psycopg2 and python3-yaml are Patroni's, and
 # the test's writer and query reader use them too

@@ -13,14 +13,21 @@
 #      branch.  Built out of tree (the tree is only read), into
 #      $SSLR_PG_CACHE/MAJOR-tree; rebuilt when its path or commit differs
 #      from the last build's, or a file in it is newer than that build.
-#   2. Debian's source package postgresql-MAJOR, newest version first, from
-#      the suites that carry PostgreSQL majors (scripts/debsrc.sh: a private
-#      apt configuration on the system's own archive URIs; the system's apt
-#      sources are never touched), where a version downloads.
-#   3. A tarball postgresql-MAJOR<version>.tar.* (the newest) from the
+#   2. A tarball postgresql-MAJOR<version>.tar.* (the newest) from the
 #      directory SSLR_PG_SOURCES, default ../shared/pg-src beside the
-#      checkout where it exists; checked against that directory's
-#      SHA256SUMS when there is one (a tarball it does not list is refused).
+#      checkout where it exists, pinned by its checksum: the one that
+#      directory's SHA256SUMS lists for it (or FILE.sha256 beside it, as
+#      postgresql.org serves them).  A tarball that no checksum names, or
+#      that does not match, is refused -- the build fails saying so, and no
+#      other source stands in for it.
+#   3. Only where that directory has no tarball of MAJOR (15 against
+#      another OpenSSL; a machine without ../shared): Debian's source
+#      package postgresql-MAJOR, newest version first, from the suites
+#      that carry it (15: bookworm; 17: trixie; others: forky, sid,
+#      experimental), each read on its own (scripts/debsrc.sh: a private
+#      apt configuration per suite on the system's own archive URIs; the
+#      system's apt sources are never touched): a version that moves, and
+#      suites whose Release files a mirror may serve expired.
 #
 # The build: --with-openssl and TAP support, nothing else optional, and of
 # contrib the modules the tests use (sslinfo, postgres_fdw, dblink); the
@@ -28,7 +35,11 @@
 # IPC::Run) are installed first, whatever the source (git trees and release
 # tarballs since 18 ship no generated parser).  It installs into
 # $SSLR_PG_CACHE/MAJOR with a marker that names the source; a later run
-# reuses it; .ssl_renegotiate-origin beside it says in a few words what
+# reuses it only if it is of the source that run would build (the same
+# tarball by name and checksum, the same tree; any version of Debian's
+# source package where that is the source): a build of another source is
+# replaced (a cached 18.6 from Debian never passes for the tarball of
+# 18.4).  .ssl_renegotiate-origin beside it says in a few words what
 # was built (tarball; Debian source 18.6-3; git tree 1a2b3c4d5e6f
 # (master)), for test.sh's lines.  With OPENSSL_SERIES (1.1.1, 3.5, ...): against that OpenSSL,
 # built first by scripts/openssl_build.sh, into
@@ -83,23 +94,57 @@ mkdir -p "$CACHE"
 exec 9>"$CACHE/.$NAME.lock"
 flock -n 9 || { log "waiting for the build under way"; flock 9; }
 
+# What this run builds, and so which cached build it may reuse: the tree;
+# else the tarball, if the directory has one of MAJOR (checked now: one
+# refused stops the build); else Debian's source package.
+tarball=
+key=
 if [ -n "$tree_id" ]; then
-    if [ -f "$MARKER" ] && [ -x "$PREFIX/bin/pg_config" ] &&
-        [ "$(sed -n 2p "$MARKER")" = "$tree_id" ] && ! sslr_tree_changed_since "$SSLR_PG_SOURCE" "$MARKER"; then
-        printf '==> cached: %s\n' "$(head -n 1 "$MARKER")" >&2
-        echo "$PREFIX"
-        exit 0
+    key=$tree_id
+elif [ -n "$SOURCES" ]; then
+    rc=0
+    found=$(sslr_pg_tarball "$SOURCES" "$MAJOR") || rc=$?
+    case "$rc" in
+        0) tarball=${found#* }
+           key="tarball ${tarball##*/} sha256 ${found%% *}" ;;
+        2) log "no tarball postgresql-$MAJOR*.tar.* in $SOURCES: Debian's source package, where one downloads" ;;
+        *) die "$found" ;;
+    esac
+fi
+# cached_matches: the marker's build is of the source this run would build.
+# Line 1 names the source for people, line 2 is its key (a tarball's name
+# and checksum, a tree's identity); a tarball build of an earlier version
+# of this script has no line 2, and is known by its name.
+cached_matches() {
+    local first second
+    [ -f "$MARKER" ] && [ -x "$PREFIX/bin/pg_config" ] || return 1
+    first=$(sed -n 1p "$MARKER")
+    second=$(sed -n 2p "$MARKER")
+    if [ -n "$tree_id" ]; then
+        [ "$second" = "$tree_id" ] && ! sslr_tree_changed_since "$SSLR_PG_SOURCE" "$MARKER"
+    elif [ -n "$tarball" ]; then
+        [ "$second" = "$key" ] ||
+            { [ -z "$second" ] && [[ "$first" == "tarball ${tarball##*/}" || "$first" == "tarball ${tarball##*/} against "* ]]; }
+    else
+        [[ "$first" == "Debian source "* ]]
     fi
-elif sslr_built_before "$MARKER" "$PREFIX/bin/pg_config"; then
+}
+if cached_matches; then
+    printf '==> cached: %s\n' "$(head -n 1 "$MARKER")" >&2
     echo "$PREFIX"
     exit 0
+fi
+if [ -f "$MARKER" ]; then
+    held=$(sed -n 2p "$MARKER")
+    log "$PREFIX holds a build of ${held:-$(sed -n 1p "$MARKER")}, not of ${key:-a Debian source package}: it is rebuilt"
 fi
 
 # ------------------------------------------------------------ build tools
 # What this configuration needs, and nothing of Debian's full Build-Depends
 # (LLVM, ICU, ... are configured out).  xz-utils and bzip2 unpack tarballs.
 . "$HERE/packages.sh"
-sslr_install_packages gcc make perl bison flex libssl-dev libipc-run-perl \
+# libc6-dev: gcc alone cannot link (Debian makes it a Recommends).
+sslr_install_packages gcc libc6-dev make perl bison flex libssl-dev libipc-run-perl \
     xz-utils bzip2 debian-archive-keyring
 
 # ------------------------------------------------------ another OpenSSL
@@ -127,22 +172,30 @@ if [ -n "$tree_id" ]; then
     origin=$tree_id
     short=${tree_id%% /*}         # "git tree" or "source tree"
     [[ "$tree_id" != *" at "* ]] || short+=" ${tree_id#* at }"
-elif chosen=$(sslr_debian_source "$CACHE/apt" "$work/debian" "postgresql-$MAJOR" . \
-        bookworm bookworm-security trixie trixie-updates trixie-security forky sid experimental); then
-    # bookworm and bookworm-security: Debian 12's own 15, for builds against
-    # another OpenSSL
-    srcdir=$(sslr_unpack_upstream "$work/debian" "postgresql-$MAJOR") ||
-        die "cannot unpack the source package of $chosen"
-    origin="Debian source $chosen"
-    short=$origin
-elif [ -n "$SOURCES" ]; then
-    log "no Debian source package downloads; looking in $SOURCES"
-    tarball=$(sslr_pg_tarball "$SOURCES" "$MAJOR") || die "$tarball"
+elif [ -n "$tarball" ]; then
     srcdir=$(sslr_unpack_tarball "$tarball" "$work") || die "cannot unpack $tarball"
     origin="tarball ${tarball##*/}"
     short=tarball
 else
-    die "no Debian source package downloads, and no directory of tarballs (SSLR_PG_SOURCES) is given"
+    # only the suites that carry the major; bookworm and bookworm-security:
+    # Debian 12's own 15, for builds against another OpenSSL
+    case "$MAJOR" in
+        15) suites="bookworm bookworm-security" ;;
+        17) suites="trixie trixie-security" ;;
+        *) suites="forky sid experimental" ;;
+    esac
+    err=$work/debian-source.err
+    # shellcheck disable=SC2086 # a list of suites
+    chosen=$(sslr_debian_source "$CACHE/apt" "$work/debian" "postgresql-$MAJOR" . $suites 2>"$err") || {
+        cat "$err" >&2
+        die "no tarball of $MAJOR${SOURCES:+ in $SOURCES}, and Debian's source package: $(tail -n 1 "$err")"
+    }
+    cat "$err" >&2
+    srcdir=$(sslr_unpack_upstream "$work/debian" "postgresql-$MAJOR") ||
+        die "cannot unpack the source package of $chosen"
+    origin="Debian source $chosen"
+    short=$origin
+    key="Debian source postgresql-$MAJOR $chosen"
 fi
 log "building $origin$ssl_built"
 
@@ -185,11 +238,11 @@ mkdir -p "$build"
     die "the build of $origin$ssl_built failed${reason:+: $reason} (logs in $work)"
 }
 [ -x "$PREFIX/bin/pg_config" ] || die "the build of $origin installed no pg_config"
-# line 1 names the source (test.sh puts it on the cell's line); a tree's
-# identity follows, to tell a later run whether it changed
+# line 1 names the source (test.sh puts it on the cell's line); line 2 its
+# key, to tell a later run whether this build is of its source
 {
     echo "$origin$ssl_built"
-    [ -z "$tree_id" ] || echo "$tree_id"
+    echo "$key"
 } >"$MARKER"
 echo "$short${OPENSSL:+, OpenSSL $OPENSSL}" >"$PREFIX/.ssl_renegotiate-origin"
 rm -rf "$build" "$work"/debian/*/ "$work"/postgresql-*/

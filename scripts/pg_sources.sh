@@ -1,6 +1,6 @@
 # pg_sources.sh -- PostgreSQL sources other than Debian's packages: a
-# directory of tarballs (SSLR_PG_SOURCES) or one source tree
-# (SSLR_PG_SOURCE).  Sourced by pg_build.sh; defines functions only.
+# directory of tarballs, each pinned by its checksum (SSLR_PG_SOURCES), or
+# one source tree (SSLR_PG_SOURCE).  Sourced by pg_build.sh; defines functions only.
 
 # sslr_tree_version TREE: the version a source tree's configure.ac gives
 # (19beta2, 20devel, 16.14), or the reason it has none.
@@ -39,26 +39,35 @@ sslr_tree_changed_since() {
 }
 
 # sslr_pg_tarball DIR MAJOR: the newest postgresql-MAJOR<version>.tar.* in
-# DIR, checked against DIR/SHA256SUMS if there is one; prints its path, or
-# the reason there is none.
+# DIR, checked against the checksum DIR/SHA256SUMS lists for it (or, for a
+# directory of postgresql.org's downloads, FILE.sha256 beside it).  Prints
+# "SHA256 PATH"; returns 2 with nothing printed if DIR has no tarball of
+# MAJOR, and 1 with the reason if the one it has is refused: one that no
+# checksum names, or that does not match it.
 sslr_pg_tarball() {
-    local dir=$1 major=$2 file name
-    [ -d "$dir" ] || { echo "the directory of tarballs $dir does not exist"; return 1; }
+    local dir=$1 major=$2 file line sum actual
+    [ -d "$dir" ] || return 2
     # 16.14, 19beta2, 20devel; not 160.x
-    file=$(find "$dir" -maxdepth 1 -type f -name "postgresql-$major[.a-z]*.tar.*" \
-               ! -name '*.asc' ! -name '*.sig' ! -name '*.sha256' -printf '%f\n' |
+    file=$(find "$dir" -maxdepth 1 -type f -name "postgresql-${major}[.a-z]*.tar.*" \
+               ! -name '*.asc' ! -name '*.sig' ! -name '*.sha256' ! -name '*.md5' -printf '%f\n' |
            sort -V | tail -n 1)
-    [ -n "$file" ] || { echo "no tarball postgresql-$major*.tar.* in $dir"; return 1; }
-    if [ -f "$dir/SHA256SUMS" ]; then
-        name=$(awk -v f="$file" '{ n = $2; sub(/^\*/, "", n) } n == f { print; exit }' "$dir/SHA256SUMS")
-        [ -n "$name" ] || { echo "$dir/SHA256SUMS does not list $file: refused"; return 1; }
-        (cd "$dir" && sha256sum --quiet -c - <<<"$name" >/dev/null 2>&1) ||
-            { echo "$dir/$file does not match its checksum in $dir/SHA256SUMS: refused"; return 1; }
-        printf '==> %s matches its SHA256SUMS line\n' "$file" >&2
-    else
-        printf '==> %s: no SHA256SUMS beside it, not checked\n' "$file" >&2
+    [ -n "$file" ] || return 2
+    line=
+    [ ! -f "$dir/SHA256SUMS" ] ||
+        line=$(awk -v f="$file" '{ n = $2; sub(/^\*/, "", n) } n == f { print; exit }' "$dir/SHA256SUMS")
+    [ -n "$line" ] || [ ! -f "$dir/$file.sha256" ] || line=$(head -n 1 "$dir/$file.sha256")
+    if [ -z "$line" ]; then
+        echo "$dir/$file has no checksum (no line in $dir/SHA256SUMS, no $file.sha256 beside it): refused;" \
+            "after checking it, write one: (cd $dir && sha256sum $file >>SHA256SUMS)"
+        return 1
     fi
-    echo "$dir/$file"
+    sum=${line%%[[:space:]]*}
+    [[ "$sum" =~ ^[0-9a-fA-F]{64}$ ]] || { echo "the checksum line of $file is no SHA-256 ('$line'): refused"; return 1; }
+    actual=$(sha256sum "$dir/$file" | awk '{ print $1 }')
+    [ "${actual,,}" = "${sum,,}" ] ||
+        { echo "$dir/$file does not match its SHA-256 checksum ($actual, not $sum): refused"; return 1; }
+    printf '==> %s matches its SHA-256 checksum\n' "$file" >&2
+    echo "$actual $dir/$file"
 }
 
 # sslr_unpack_tarball TARBALL WORKDIR: unpacks it into WORKDIR, prints the

@@ -4,9 +4,10 @@
 # For each cell in SSLR_CELLS (default "15 16 17 18 19 18/3.5 20:build"):
 #   MAJOR         that major with the system's OpenSSL: "15" is Debian 12's
 #                 package; another major is built once into a cache by
-#                 scripts/pg_build.sh (from Debian's source package where
-#                 one downloads, else from a tarball of SSLR_PG_SOURCES,
-#                 default ../shared/pg-src; or the tree SSLR_PG_SOURCE);
+#                 scripts/pg_build.sh (from a tarball of SSLR_PG_SOURCES,
+#                 default ../shared/pg-src, checked against its SHA256SUMS;
+#                 where there is none, Debian's source package; or the
+#                 tree SSLR_PG_SOURCE);
 #   MAJOR/SERIES  that major against another OpenSSL series (built once by
 #                 scripts/openssl_build.sh), e.g. "18/3.5";
 #   MAJOR:build   only built: the extension compiled and installed with
@@ -18,7 +19,10 @@
 # a second run given the same one stops), removed at the end if nothing
 # failed, else kept for inspection; in it each cell has its own work
 # directory, named after the cell (15, 18, 18-openssl-3.5), and the Debian
-# package test its own (package):
+# package test its own (package).  First, the packages of SSLR_NEEDS=test
+# (scripts/packages.sh) are installed, whatever the cells: the script
+# itself uses the openssl program and the user postgres, before a cell's
+# setup.  Then, per cell:
 #   1. scripts/setup.sh: packages (the build's and the tests', SSLR_NEEDS
 #      test), a copy of the tree in a postgres-owned work directory of that
 #      major, a build with -Wall -Wextra -Werror, make install;
@@ -85,6 +89,15 @@ fi
 export SSLR_OPENSSL_CACHE=${SSLR_OPENSSL_CACHE:-/var/cache/ssl_renegotiate/openssl}
 # the packages setup.sh installs: the build's and the tests'
 export SSLR_NEEDS=test
+# ... installed now, before the first cell builds its PostgreSQL: this
+# script uses some of them itself, whatever the cells -- the openssl
+# program (each cell's line names its version) and the user postgres
+# (postgresql-common makes it), who owns the directory of ports below.
+. "$SSLR_REPO/scripts/packages.sh"
+# shellcheck disable=SC2046 # a list of packages
+sslr_install_packages $(sslr_packages_for $SSLR_NEEDS)
+id -u postgres >/dev/null ||
+    { echo "test.sh: there is no user postgres, although postgresql-common is installed" >&2; exit 1; }
 # this run's directory: its cells' work directories, nobody else's
 if [ -n "${SSLR_WORKDIR:-}" ]; then
     RUN_DIR=$SSLR_WORKDIR
@@ -114,7 +127,7 @@ BUILD_ERR=$(mktemp /tmp/ssl_renegotiate-build-err.XXXXXX)
 # cell locks the ports it takes
 PROVE_JOBS=${SSLR_PROVE_JOBS:-$(nproc)}
 PORT_DIR=$(mktemp -d /tmp/ssl_renegotiate-ports.XXXXXX)
-chown postgres "$PORT_DIR" 2>/dev/null || true
+chown postgres "$PORT_DIR"
 PREBUILD_PID=
 PREBUILD_LOG=$(mktemp /tmp/ssl_renegotiate-prebuild.XXXXXX)
 trap '[ -z "$PREBUILD_PID" ] || kill -- "-$PREBUILD_PID" 2>/dev/null; rm -rf "$LOG" "$BUILD_ERR" "$PREBUILD_LOG" "$PORT_DIR"' EXIT
@@ -344,7 +357,13 @@ for cell in $CELLS; do
     openssl_bin=openssl
     [ -z "$series" ] || openssl_bin=$SSLR_OPENSSL_CACHE/$series/bin/openssl
     label=$(cell_label "$pg_config")
-    [ -n "$build_only" ] || label+=" / OpenSSL $("$openssl_bin" version | awk '{ print $2 }')"
+    if [ -z "$build_only" ]; then
+        if ! openssl_version=$("$openssl_bin" version | awk '{ print $2 }') || [ -z "$openssl_version" ]; then
+            fail_cell "$label" "its openssl program ($openssl_bin) does not run"
+            continue
+        fi
+        label+=" / OpenSSL $openssl_version"
+    fi
     build_end=$SECONDS
     # the cell 17: Citus too, for t/063 (scripts/citus_build.sh, cached)
     citus=
