@@ -136,20 +136,7 @@ GRANT SELECT ON public.u_role_totals TO regress_monitor;
 
 # Every privilege of the extension's objects, the user's views and the kept
 # function, one line each, by name.
-my $acl_sql = q{
-SELECT string_agg(line, E'\n' ORDER BY line COLLATE "C") FROM (
-  SELECT 'relation ' || c.oid::regclass || ' ' || coalesce(c.relacl::text, '-') AS line
-  FROM pg_class c
-  WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'v'
-  UNION ALL
-  SELECT 'column ' || a.attrelid::regclass || '.' || a.attname || ' ' || a.attacl::text
-  FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
-  WHERE c.relnamespace = 'public'::regnamespace AND a.attacl IS NOT NULL
-  UNION ALL
-  SELECT 'function ' || p.oid::regprocedure || ' ' || coalesce(p.proacl::text, '-')
-  FROM pg_proc p
-  WHERE p.pronamespace = 'public'::regnamespace
-    AND p.proname LIKE 'ssl\_renegotiate\_%') x};
+my $acl_sql = acl_lines_sql();
 
 # The extension's version, and whether the old function exists and is a
 # member of the extension.

@@ -129,21 +129,8 @@ SELECT string_agg(line, E'\n' ORDER BY line COLLATE "C") FROM (
   FROM pg_db_role_setting s
        LEFT JOIN pg_database d ON d.oid = s.setdatabase
        LEFT JOIN pg_roles r ON r.oid = s.setrole) x};
-my $acl_sql = q{
-SELECT (SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate') || E'\n' ||
-  string_agg(line, E'\n' ORDER BY line COLLATE "C") FROM (
-  SELECT 'relation ' || c.oid::regclass || ' ' || coalesce(c.relacl::text, '-') AS line
-  FROM pg_class c
-  WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'v'
-  UNION ALL
-  SELECT 'column ' || a.attrelid::regclass || '.' || a.attname || ' ' || a.attacl::text
-  FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
-  WHERE c.relnamespace = 'public'::regnamespace AND a.attacl IS NOT NULL
-  UNION ALL
-  SELECT 'function ' || p.oid::regprocedure || ' ' || coalesce(p.proacl::text, '-')
-  FROM pg_proc p
-  WHERE p.pronamespace = 'public'::regnamespace
-    AND p.proname LIKE 'ssl\_renegotiate\_%') x};
+my $acl_sql = q{SELECT (SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate') || E'\n' || (}
+  . acl_lines_sql() . ')';
 
 my $totals = $old->safe_psql('postgres', $totals_sql);
 my $role_totals = $old->safe_psql('postgres', $role_totals_sql);

@@ -49,6 +49,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(
+  acl_lines_sql
   backend_of_client_port
   make_certs
   new_tls_node
@@ -414,12 +415,41 @@ sub background_tls_psql
 
 =pod
 
+=item acl_lines_sql()
+
+A query giving every privilege of the views in schema public, their
+columns, and the functions named ssl_renegotiate_*, one line each, sorted:
+what a dump and restore or a pg_upgrade must keep (t/048, t/049).
+
+=cut
+
+sub acl_lines_sql
+{
+	return q{SELECT string_agg(line, E'\n' ORDER BY line COLLATE "C") FROM (
+  SELECT 'relation ' || c.oid::regclass || ' ' || coalesce(c.relacl::text, '-') AS line
+  FROM pg_class c
+  WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'v'
+  UNION ALL
+  SELECT 'column ' || a.attrelid::regclass || '.' || a.attname || ' ' || a.attacl::text
+  FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+  WHERE c.relnamespace = 'public'::regnamespace AND a.attacl IS NOT NULL
+  UNION ALL
+  SELECT 'function ' || p.oid::regprocedure || ' ' || coalesce(p.proacl::text, '-')
+  FROM pg_proc p
+  WHERE p.pronamespace = 'public'::regnamespace
+    AND p.proname LIKE 'ssl\_renegotiate\_%') x};
+}
+
+
+=pod
+
 =item backend_of_client_port($node, $client_port)
 
 The pid of the backend whose established socket on the node's port has
 C<$client_port> at the other end (from C<ss -tnpH>), or undef.
 
 =cut
+
 
 sub backend_of_client_port
 {
