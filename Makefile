@@ -1,35 +1,38 @@
 # ssl_renegotiate/Makefile
 
 MODULE_big = ssl_renegotiate
+# The C under src/: the hooks, the hot paths and the SQL functions at the
+# top, the machinery in a folder per subsystem (docs/internals.md).
 OBJS = \
 	$(WIN32RES) \
-	accounting.o \
-	ending.o \
-	handshake.o \
-	interval.o \
-	key_limits.o \
-	keyupdate.o \
-	policy.o \
-	preauth.o \
-	renegotiation.o \
-	role_drops.o \
-	role_totals.o \
-	sendpoint.o \
-	setting_checks.o \
-	setting_files.o \
-	settings.o \
-	slots.o \
-	sql_api.o \
-	sql_totals.o \
-	ssl_renegotiate.o \
-	statsfile.o \
-	thresholds.o \
-	totals.o
+	src/accounting.o \
+	src/rotation/ending.o \
+	src/rotation/handshake.o \
+	src/rotation/interval.o \
+	src/rotation/key_limits.o \
+	src/rotation/keyupdate.o \
+	src/rotation/policy.o \
+	src/rotation/renegotiation.o \
+	src/sendpoint.o \
+	src/settings/setting_checks.o \
+	src/settings/setting_files.o \
+	src/settings/settings.o \
+	src/sql_api.o \
+	src/sql_totals.o \
+	src/ssl_renegotiate.o \
+	src/stats/preauth.o \
+	src/stats/role_drops.o \
+	src/stats/role_totals.o \
+	src/stats/slots.o \
+	src/stats/statsfile.o \
+	src/stats/totals.o \
+	src/thresholds.o
 
 EXTENSION = ssl_renegotiate
-DATA = ssl_renegotiate--1.0.sql ssl_renegotiate--1.0--1.1.sql \
-	ssl_renegotiate--1.1--1.2.sql ssl_renegotiate--1.0--1.2.sql \
-	ssl_renegotiate--1.2--1.3.sql
+# The install and upgrade scripts; those of released versions are frozen.
+DATA = sql/ssl_renegotiate--1.0.sql sql/ssl_renegotiate--1.0--1.1.sql \
+	sql/ssl_renegotiate--1.1--1.2.sql sql/ssl_renegotiate--1.0--1.2.sql \
+	sql/ssl_renegotiate--1.2--1.3.sql
 PGFILEDESC = "ssl_renegotiate - TLS traffic accounting and key rotation"
 
 SHLIB_LINK += -lssl -lcrypto
@@ -39,6 +42,8 @@ PG_CONFIG ?= pg_config
 # The server's headers are not -Wextra clean; treat them as system headers
 # so that warnings speak about our code only.
 PG_CPPFLAGS = -isystem $(shell $(PG_CONFIG) --includedir-server)
+# Our own headers are named from src/: #include "stats/slots.h".
+PG_CPPFLAGS += -I$(srcdir)/src
 
 # "make installcheck" is PGXS's: pg_regress on the running server that
 # PGHOST, PGPORT and PGUSER (a superuser) point to, with ssl_renegotiate
@@ -47,6 +52,9 @@ PG_CPPFLAGS = -isystem $(shell $(PG_CONFIG) --includedir-server)
 # server without the library.
 REGRESS = setup settings views functions privileges oldextversions
 REGRESS_NOT_PRELOADED = not_preloaded
+# The pg_regress inputs (sql/, expected/) and the TAP files (t/) are under
+# test/; so is the configuration of the preloading instance, regress.conf.
+REGRESS_OPTS = --inputdir=$(srcdir)/test
 
 # Nothing here is worth JIT inlining; don't require clang for bitcode.
 override with_llvm = no
@@ -57,10 +65,21 @@ include $(PGXS)
 # PGXS tracks header dependencies only in a server built with
 # --enable-depend (Debian's is not): rebuild every object when a header
 # changes, so that no object keeps an old struct layout.
-$(OBJS): $(wildcard $(srcdir)/*.h)
+$(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h)
+# A VPATH build (pg_buildext builds in build-NN/) writes each object into
+# a folder of the build directory, made first.  The folders are named by
+# their absolute path, which VPATH does not search: it would find the
+# source tree's.
+OBJ_DIRS = $(addprefix $(CURDIR)/,$(sort $(dir $(filter %.o,$(OBJS)))))
+$(filter %.o,$(OBJS)): | $(OBJ_DIRS)
+$(OBJ_DIRS):
+	$(MKDIR_P) $@
 
-# after the include: Makefile.global resets PROVE_FLAGS
-PROVE_FLAGS += -I $(srcdir)/t
+# after the include: Makefile.global resets PROVE_FLAGS.  prove runs in
+# $(srcdir); without PROVE_TESTS, PGXS's prove_installcheck would run t/*.pl:
+# every TAP file is under test/t.
+PROVE_FLAGS += -I test/t
+PROVE_TESTS ?= test/t/*.pl
 # PROVE_JOBS=N runs N TAP files at once (scripts/test.sh: one per CPU); each
 # file has its own clusters, and ports are locked in PG_TEST_PORT_DIR
 PROVE_FLAGS += $(if $(PROVE_JOBS),-j$(PROVE_JOBS))
@@ -105,14 +124,14 @@ installcheck-server:
 
 # The whole suite, which needs no running server (scripts/test.sh runs it on
 # every cell): make lint and pg_regress on a temporary instance without
-# shared_preload_libraries, then pg_regress on one with it (regress.conf),
-# then every TAP file (t/*.pl, or PROVE_TESTS=...); the two pg_regress
+# shared_preload_libraries, then pg_regress on one with it (test/regress.conf),
+# then every TAP file (test/t/*.pl, or PROVE_TESTS=...); the two pg_regress
 # instances never run at once, even under make -j.  Each part is a target
 # of its own.  The Debian package's tests (debian/tests/installcheck) run
 # PGXS's installcheck instead, on pg_virtualenv's servers.
 define regress_preloaded
 $(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=./tmp_check_regress \
-	--temp-config=$(srcdir)/regress.conf $(REGRESS)
+	--temp-config=$(srcdir)/test/regress.conf $(REGRESS)
 endef
 
 check-all: lint check-not-preloaded
@@ -120,7 +139,7 @@ check-all: lint check-not-preloaded
 	$(prove_installcheck)
 
 check-not-preloaded:
-	$(pg_regress_installcheck) --temp-instance=./tmp_check_not_preloaded \
+	$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=./tmp_check_not_preloaded \
 		--outputdir=./not_preloaded $(REGRESS_NOT_PRELOADED)
 
 check-preloaded:
@@ -146,9 +165,9 @@ lint: $(filter %.o,$(OBJS))
 	cppcheck -j $(LINT_JOBS) --error-exitcode=1 --enable=warning,performance,portability \
 		--std=c99 --quiet --inline-suppr --suppress=missingIncludeSystem --suppress=toomanyconfigs \
 		--suppress='*:$(includedir_server)/*' \
-		-I. -I$(includedir_server) $(C_SOURCES)
+		-I$(srcdir)/src -I$(includedir_server) $(C_SOURCES)
 	printf '%s\n' $(C_SOURCES) | xargs -P $(LINT_JOBS) -n 4 sh -c 'clang-tidy --quiet "$$@" -- \
-		-I. -isystem $(includedir_server) -isystem $(includedir_internal) $(CONFIGURED_INCLUDES) -D_GNU_SOURCE' clang-tidy
+		-I$(srcdir)/src -isystem $(includedir_server) -isystem $(includedir_internal) $(CONFIGURED_INCLUDES) -D_GNU_SOURCE' clang-tidy
 
 .PHONY: lint installcheck-server check-all check-not-preloaded check-preloaded check-tap clean-checks
 

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # bench/reliability.sh -- the reliability tests at full size.  Run as root.
 #
-# The TAP tests t/040_churn.pl and t/041_many_sessions.pl run in CI with
+# The TAP tests test/t/040_churn.pl and test/t/041_many_sessions.pl run in CI with
 # small defaults (2,000 connections, 300 sessions).  This script runs them
 # at the sizes they were written for:
 #
-#   t/040_churn.pl          SSLR_CHURN_CONNECTIONS=20000: 20,000 TLS 1.3
+#   test/t/040_churn.pl          SSLR_CHURN_CONNECTIONS=20000: 20,000 TLS 1.3
 #                           connections made and dropped by pgbench -C; the
 #                           totals must equal exactly 20,000 times one
 #                           connection's bytes and records (plus pgbench's
 #                           own setup connection), no slot may leak, the log
 #                           must stay clean;
-#   t/041_many_sessions.pl  SSLR_MANY_SESSIONS=500: 500 concurrent TLS 1.3
+#   test/t/041_many_sessions.pl  SSLR_MANY_SESSIONS=500: 500 concurrent TLS 1.3
 #                           pgbench sessions rekeying every 1 kB and two
 #                           20 MB COPYs at 64 kB, the view sampled against
 #                           pg_stat_ssl; the time to read the view with 500
@@ -37,7 +37,7 @@
 #   SSLR_MANY_SESSIONS       default 500
 #   SSLR_MANY_TX             transactions per pgbench session in 041 (default 20)
 #   SSLR_RELIABILITY_TESTS   test files to run, default "040_churn 041_many_sessions"
-#                            (t/042_faults.pl may be added; it has no size)
+#                            (test/t/042_faults.pl may be added; it has no size)
 #   SSLR_WORKDIR             setup.sh's work directory
 #                            (default /tmp/ssl_renegotiate-reliability)
 # Quick check of the script itself:
@@ -88,11 +88,11 @@ rm -rf tmp_check
 
 rc=0
 for t in $SSLR_RELIABILITY_TESTS; do
-    f=t/$t.pl
+    f=test/t/$t.pl
     [ -f "$f" ] || { echo "reliability.sh: $f not found" >&2; rc=1; continue; }
     printf '\n==================== %s ====================\n' "$f" | tee -a "$RESULT"
     start=$(date +%s)
-    if prove -I t -I "$PGXS_DIR/test/perl" "$f" 2>&1 | tee -a "$RESULT"; then trc=0; else trc=1; fi
+    if prove -I test/t -I "$PGXS_DIR/test/perl" "$f" 2>&1 | tee -a "$RESULT"; then trc=0; else trc=1; fi
     secs=$(($(date +%s) - start))
     echo "--> $f: $( [ "$trc" -eq 0 ] && echo PASS || echo FAIL ) in ${secs} s" | tee -a "$RESULT"
     [ "$trc" -eq 0 ] || rc=1

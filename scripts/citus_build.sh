@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# citus_build.sh -- Citus built once into a cache, for t/063_citus.pl, and
+# citus_build.sh -- Citus built once into a cache, for test/t/063_citus.pl, and
 # installed into a PostgreSQL installation.
 #
 #   scripts/citus_build.sh PG_CONFIG     (as root)

@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# doc_examples.pl -- the examples of README.md and docs/*.md (t/DocExamples.pm)
+# doc_examples.pl -- the examples of README.md and docs/*.md (test/t/DocExamples.pm)
 #
 #   doc_examples.pl list         every example: FILE:LINE LANG NAME
 #   doc_examples.pl show NAME    print the shell example NAME
@@ -14,7 +14,7 @@
 #                                examples: N passed, N failed".  A shell
 #                                example with no name counts as failed (no
 #                                script can ask for it).
-# The SQL examples are run by t/070_doc_examples.pl, in every cell.
+# The SQL examples are run by test/t/070_doc_examples.pl, in every cell.
 # scripts/test.sh sets the log and runs the check; the README's test
 # command, block "test-command", is what .ci/run runs through "run".
 
@@ -27,7 +27,7 @@ use Fcntl ':flock';
 
 my $top;
 BEGIN { $top = dirname(dirname(abs_path($0))); }
-use lib "$top/t";
+use lib "$top/test/t";
 use DocExamples qw(examples output_mismatch);
 
 my ($command, @args) = @ARGV;

@@ -35,7 +35,7 @@ MAJOR=15
 PG_CONFIG=/usr/lib/postgresql/$MAJOR/bin/pg_config
 # shellcheck disable=SC2034 # sslr_as_postgres puts it first in PATH
 PG_BINDIR=$(dirname "$PG_CONFIG")
-TAP_FILE=t/001_accounting.pl
+TAP_FILE=test/t/001_accounting.pl
 PKG_WORKDIR=${SSLR_PACKAGE_WORKDIR:-}
 MARKER=.ssl_renegotiate-package-workdir
 
@@ -140,7 +140,7 @@ require "$package $version is installed" install_deb
 # The files the server loads: the library, the control file, the scripts.
 extension_files=("$("$PG_CONFIG" --pkglibdir)/ssl_renegotiate.so"
                  "$("$PG_CONFIG" --sharedir)/extension/ssl_renegotiate.control")
-for f in "$tree"/ssl_renegotiate--*.sql; do
+for f in "$tree"/sql/ssl_renegotiate--*.sql; do
     extension_files+=("$("$PG_CONFIG" --sharedir)/extension/${f##*/}")
 done
 listed_by_package() {

@@ -10,10 +10,10 @@
 #             and libc6-dev, which gcc only recommends), the
 #             openssl program (certificates), ss (free ports);
 #   test      scripts/test.sh: TAP (IPC::Run), make lint (cppcheck,
-#             clang-tidy), t/021's Java client (JDK, pgjdbc), t/025's
+#             clang-tidy), test/t/021's Java client (JDK, pgjdbc), test/t/025's
 #             GnuTLS and rustls clients (GnuTLS headers, cargo, rustc,
-#             Debian's Rust crates), t/050's
-#             exporter and promtool, t/051's pgbouncer; daemon, which the
+#             Debian's Rust crates), test/t/050's
+#             exporter and promtool, test/t/051's pgbouncer; daemon, which the
 #             exporter's init script runs it with where systemd does not
 #             run (scripts/leave_alone_test.sh starts that service);
 #             scripts/patroni_test.sh's cluster: Patroni, etcd and the
@@ -28,7 +28,7 @@ make gcc libc6-dev openssl perl procps iproute2"
 # and etcd-server 3.4; python3-psycopg2 and python3-yaml are Patroni's, and
 # the test's writer and query reader use them too
 SSLR_PATRONI_PACKAGES="patroni etcd-server python3-psycopg2 python3-yaml"
-# t/025's clients (t/clients/build.sh): a C client over GnuTLS, and a Rust
+# test/t/025's clients (test/t/clients/build.sh): a C client over GnuTLS, and a Rust
 # one on tokio-postgres over rustls, built offline from Debian's packaged
 # crates with Debian's cargo and rustc (Debian 12 packages no
 # tokio-postgres-rustls adapter: the client has its own)

@@ -5,11 +5,14 @@
 #   scripts/rooms.sh [--src DIR] OBJECT...
 #   scripts/rooms.sh --self-test
 #
-# A room is a C file and the header of the same name (foo.c, foo.h); a
-# header with no C file of its name (the ground, sslr_types.h; compat.h) is
-# a room of its own that calls nothing.  Two graphs join the rooms:
+# A room is a C file and the header of the same name (foo.c, foo.h), in
+# the same folder of DIR; a header with no C file of its name (the ground,
+# sslr_types.h; compat.h) is a room of its own that calls nothing.  A room
+# is named by its file name, which is unique in DIR.  Two graphs join the
+# rooms:
 #   - includes: the project's own headers that each file #includes, read
-#     from the sources (in DIR, default the directory above this script);
+#     from the sources (in DIR, default src/ beside this script's folder;
+#     an #include names a header from DIR: "stats/slots.h");
 #   - references: the functions each object file calls, and the data it
 #     reads or writes, in another room's object (nm).
 # It prints both, then fails (exit 1) if
@@ -125,7 +128,7 @@ EOF
 }
 
 # ------------------------------------------------------------------- check
-SRC=$(dirname "$(dirname "$SELF")")
+SRC=$(dirname "$(dirname "$SELF")")/src
 case ${1:-} in
     --self-test) self_test; exit ;;
     --src) [ $# -ge 2 ] || usage; SRC=$2; shift 2 ;;
@@ -150,8 +153,16 @@ refs=$(awk '
     $1 == "U" && ($2 in def) && def[$2] != $3 { print $3, def[$2], $2, kind[$2] }
 ' <<<"$refs" | sort -u)
 
-# includes: "room included-room", from every C file of an object and
-# every header of the project that one of them reaches
+# the project's files, by name: "slots.c" -> "DIR/stats/slots.c"
+declare -A path_of=()
+while IFS= read -r -d '' p; do
+    b=${p##*/}
+    [ -z "${path_of[$b]:-}" ] || { echo "rooms.sh: two files named $b: ${path_of[$b]} and $p" >&2; exit 2; }
+    path_of[$b]=$p
+done < <(find "$SRC" -name '*.[ch]' -print0)
+
+# includes: "file included-file" (by name), from every C file of an object
+# and every header of the project that one of them reaches
 declare -A seen=()
 queue=()
 for o in "$@"; do queue+=("$(room_of "$o").c"); done
@@ -161,11 +172,11 @@ while [ ${#queue[@]} -gt 0 ]; do
     queue=("${queue[@]:1}")
     [ -z "${seen[$f]:-}" ] || continue
     seen[$f]=1
-    [ -f "$SRC/$f" ] || { echo "rooms.sh: $SRC/$f not found" >&2; exit 2; }
-    for h in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$SRC/$f"); do
+    [ -n "${path_of[$f]:-}" ] || { echo "rooms.sh: $f not found in $SRC" >&2; exit 2; }
+    for h in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "${path_of[$f]}"); do
         [ -f "$SRC/$h" ] || continue    # not one of ours
-        includes+="$f $h"$'\n'
-        queue+=("$h")
+        includes+="$f ${h##*/}"$'\n'
+        queue+=("${h##*/}")
     done
 done
 room_includes=$(awk 'NF { sub(/\.[ch]$/, "", $1); sub(/\.h$/, "", $2); if ($1 != $2) print $1, $2 }' \
@@ -223,7 +234,7 @@ while read -r from to sym kind; do
 done <<<"$refs"
 
 for o in "$@"; do
-    c=$SRC/$(room_of "$o").c
+    c=${path_of[$(room_of "$o").c]}
     n=$(wc -l <"$c")
     if [ "$n" -gt "$WARN_LINES" ]; then
         echo "rooms.sh: warning: $(room_of "$o").c has $n lines, more than $WARN_LINES: is it still one responsibility?" >&2

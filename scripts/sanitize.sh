@@ -5,7 +5,7 @@
 #   1. scripts/setup.sh (packages, work dir, normal build and install);
 #   2. rebuilds the extension with -fsanitize=undefined (and bounds checks)
 #      and installs that build;
-#   3. runs every TAP test (t/*.pl) with the sanitizer runtimes preloaded
+#   3. runs every TAP test (test/t/*.pl) with the sanitizer runtimes preloaded
 #      into every process, so that the postmaster and its backends (which
 #      load our library) have them; reports go to a directory of files;
 #   4. reinstalls the normal build, whatever happened, and fails if any
@@ -55,7 +55,7 @@ as_postgres env \
     LD_PRELOAD="$preload" \
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$REPORTS/ubsan" \
     PG_REGRESS="$PG_REGRESS_BIN" TESTDIR="$WORKDIR" \
-    prove -I t -I "$PERL_TEST" t/*.pl
+    prove -I test/t -I "$PERL_TEST" test/t/*.pl
 rc=$?
 set -e
 

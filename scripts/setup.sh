@@ -13,7 +13,7 @@
 #      of this script made it), else a new one, mktemp -d
 #      /tmp/ssl_renegotiate-build.XXXXXX -- two runs never share one;
 #   3. builds it there as postgres, warning-free (-Wall -Wextra -Werror)
-#      and with -g (t/047 stops a backend in gdb at a line of slots.c),
+#      and with -g (test/t/047 stops a backend in gdb at a line of slots.c),
 #      and installs it as root, for Debian's PostgreSQL 15 or the one whose
 #      pg_config SSLR_PG_CONFIG names: make install into a staging
 #      directory, then each file that differs renamed into place (a server

@@ -28,8 +28,8 @@
 #      major, a build with -Wall -Wextra -Werror, make install;
 #   2. as postgres in that directory:
 #        make USE_PGXS=1 PG_CONFIG=... PROVE_JOBS=N LINT_JOBS=N check-all
-#      i.e. make lint, pg_regress (sql/, expected/, its own temporary
-#      instance) and then prove over t/*.pl (PGXS TAP support), N files at
+#      i.e. make lint, pg_regress (test/sql/, test/expected/, its own temporary
+#      instance) and then prove over test/t/*.pl (PGXS TAP support), N files at
 #      once in lint and in prove (SSLR_PROVE_JOBS, default the number of
 #      CPUs);
 #   3. on failure prints regression.diffs and the tails of the TAP logs;
@@ -39,14 +39,14 @@
 #      cell's openssl program reports, e.g. 3.0.19, 3.5.7); a build-only
 #      cell "PostgreSQL 20devel (tarball): builds: 1 passed, 0 failed".
 # In the cell 17, before its setup, scripts/citus_build.sh installs Citus
-# (built once into a cache) for t/063_citus.pl; a Citus that cannot be
-# built counts one failure (t/063 then skips), and its time is on the
+# (built once into a cache) for test/t/063_citus.pl; a Citus that cannot be
+# built counts one failure (test/t/063 then skips), and its time is on the
 # cell's time line.
 # In the cell 15, while its suite runs, scripts/leave_alone_test.sh: the
 # demo run at the same time, leaving a running 15/main and exporter service
 # as they were; its line is "Machine left alone: N passed, N failed".
 # After the cells, if those of 17 and 19 (the system's OpenSSL) were set
-# up: t/049_pg_upgrade.pl, which the cells skip, once, by 19's harness with
+# up: test/t/049_pg_upgrade.pl, which the cells skip, once, by 19's harness with
 # 17's installation in oldinstall, in its own work directory (pg_upgrade);
 # its line is "pg_upgrade 17 -> 19: N passed, N failed".
 # Then, if the cell 15 is among them, scripts/package_test.sh: the Debian
@@ -64,7 +64,7 @@
 # one failure, with the reason; it never silently drops out.  The last line is the total
 # "N passed, N failed"; the exit status is non-zero if anything failed.
 #
-# Counting: pg_regress counts tests (one per sql/ file): "All N tests
+# Counting: pg_regress counts tests (one per test/sql/ file): "All N tests
 # passed." / "F of M tests failed." (summed over all pg_regress runs).
 # From prove we count *assertions*: passed = Tests=M minus failed
 # assertions; failed = for each test file that failed in prove's "Test
@@ -213,9 +213,9 @@ count_results() {
             /^Test Summary Report/ { insum = 1; next }
             /^Files=[0-9]+, Tests=/ { flush(); insum = 0 }
             !insum { next }
-            /^t\/[^ ]+\.pl +\(Wstat: / {
+            /^test\/t\/[^ ]+\.pl +\(Wstat: / {
                 flush()
-                name = $1; sub(/^t\//, "", name); sub(/\.pl$/, "", name)
+                name = $1; sub(/^test\/t\//, "", name); sub(/\.pl$/, "", name)
                 w = $0; sub(/^.*Wstat: /, "", w); sub(/ .*$/, "", w)
                 nfail = $0; sub(/^.*Failed: /, "", nfail); sub(/\).*$/, "", nfail); nfail += 0
                 broken = (w != "0")
@@ -248,7 +248,7 @@ count_results() {
             head -c 200000 "$f"
             echo
         done < <(find "$WORKDIR" -name regression.diffs -print0 2>/dev/null)
-        # TAP test files prove listed as failed: "t/NAME.pl (Wstat: ..."
+        # TAP test files prove listed as failed: "test/t/NAME.pl (Wstat: ..."
         mapfile -t failed_tap < <(tap_failures | cut -d' ' -f1)
         if [ ${#failed_tap[@]} -gt 0 ]; then
             for n in "${failed_tap[@]}"; do show_logs "$n"; done
@@ -365,11 +365,11 @@ for cell in $CELLS; do
         label+=" / OpenSSL $openssl_version"
     fi
     build_end=$SECONDS
-    # the cell 17: Citus too, for t/063 (scripts/citus_build.sh, cached)
+    # the cell 17: Citus too, for test/t/063 (scripts/citus_build.sh, cached)
     citus=
     if [ "$name" = 17 ] && [ -z "$build_only" ]; then
         citus=1
-        echo "=== Citus for t/063 (scripts/citus_build.sh) into $pg_config ==="
+        echo "=== Citus for test/t/063 (scripts/citus_build.sh) into $pg_config ==="
         if ! bash "$SSLR_REPO/scripts/citus_build.sh" "$pg_config" >/dev/null 2>"$BUILD_ERR"; then
             cat "$BUILD_ERR" >&2
             reason=$(grep -E -m 1 '^citus_build\.sh: ' "$BUILD_ERR" | sed -E 's/^citus_build\.sh: //' || true)
@@ -422,7 +422,7 @@ done
 [ -z "$PREBUILD_PID" ] || wait "$PREBUILD_PID" 2>/dev/null || true
 PREBUILD_PID=
 
-# pg_upgrade from 17 to 19 (t/049_pg_upgrade.pl, which every cell skips):
+# pg_upgrade from 17 to 19 (test/t/049_pg_upgrade.pl, which every cell skips):
 # once the cells of both are set up, the extension is installed in both
 # installations; 19's harness runs the file, in a work directory of its
 # own (a copy of the tree), with 17's installation in oldinstall.  About
@@ -448,7 +448,7 @@ if [ -n "${cell_pg_config[17]:-}" ] && [ -n "${cell_pg_config[19]:-}" ]; then
     done
     PG_BINDIR=$(dirname "$new_pg_config") run_counted "pg_upgrade 17 -> 19" \
         sslr_as_postgres "$WORKDIR" PG_TEST_PORT_DIR="$PORT_DIR" oldinstall="$old_prefix" \
-        make USE_PGXS=1 PG_CONFIG="$new_pg_config" PROVE_TESTS=t/049_pg_upgrade.pl check-tap
+        make USE_PGXS=1 PG_CONFIG="$new_pg_config" PROVE_TESTS=test/t/049_pg_upgrade.pl check-tap
     for fd in "${upgrade_fds[@]}"; do exec {fd}>&-; done
     timings+=("time: pg_upgrade 17 -> 19: $(minutes $((SECONDS - upgrade_start)))")
 fi
@@ -479,7 +479,7 @@ fi
 
 # Every shell example of README.md and docs/ ran, and passed: the demo
 # (leave_alone_test.sh) and the install recipes (package_test.sh) run in
-# the cell 15's turn, make installcheck and promtool in t/070 of each cell.
+# the cell 15's turn, make installcheck and promtool in test/t/070 of each cell.
 if [[ " $CELLS " == *" 15 "* ]]; then
     echo
     echo "=============== Documentation examples ==============="

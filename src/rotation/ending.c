@@ -1,0 +1,515 @@
+/*-------------------------------------------------------------------------
+ *
+ * ending.c
+ *	  Ending a connection at a limit, and the log lines that must wait for
+ *	  a safe point.
+ *
+ * A limit reached at a send point ends the connection at once, with a
+ * FATAL that says why (sslr_terminate).  One reached on the inbound record
+ * path, inside SSL_read, can neither ereport nor block: the TLS connection
+ * is marked as shut down by the peer (a flag), so OpenSSL processes nothing
+ * more of what is waiting and the read reports end of connection, and the
+ * connection is marked lost, so that the next CHECK_FOR_INTERRUPTS ends
+ * the backend before it runs anything more (sslr_defer_termination).
+ * PostgreSQL then ends it as if the client had gone; the lines it logs
+ * about that lost client (SQLSTATE class 08: "unexpected EOF", "connection
+ * to client lost", "protocol synchronization was lost") are left out of
+ * the server log (sslr_ending_hides, from emit_log_hook), and nothing it
+ * sends reaches the client (sendpoint.c).  The reason is said at exit: by
+ * policy.c's exit callback once the connection is authenticated, as a FATAL
+ * for hard_limit, sent to the client too, under the current key and
+ * without blocking, unless our own key is past its limit or in a handshake
+ * (ereport(FATAL) from a before_shmem_exit callback: PostgreSQL runs the
+ * remaining callbacks and exits); before authentication, as a LOG, by an
+ * exit handler registered once at start-up (sslr_ending_init), since
+ * nothing may be registered inside OpenSSL.
+ *
+ * Rotations are logged (ssl_renegotiate.log_rekeys) from a queue filled
+ * inside OpenSSL's callbacks and written at the next safe point or at exit.
+ * What our own rotations cost is measured here too (sslr_rotation_cost_*),
+ * once, for both rekey_time and the rotation's log line.
+ *
+ * Invariants:
+ *	- Called inside OpenSSL's callbacks, these functions only set flags
+ *	  and fill the fixed-size queue: no ereport, no allocation, nothing
+ *	  registered.
+ *	- A connection is ended once; what is decided after that is ignored.
+ *
+ * Copyright (c) 2026, ssl_renegotiate developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "libpq/libpq.h"
+#include "libpq/libpq-be.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "portability/instr_time.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/wait_event.h"
+
+#include <stdlib.h>
+#include <sys/socket.h>
+
+#include <openssl/ssl.h>
+
+#include "rotation/ending.h"
+#include "rotation/key_limits.h"
+#include "settings/settings.h"
+#include "stats/slots.h"
+#include "thresholds.h"
+
+/* what the inbound path decided and could not do */
+#define SSLR_LOG_QUEUE 16
+
+/* after the FATAL: how long what the client still sends is read away */
+#define SSLR_LINGER_MS		3000	/* in all */
+#define SSLR_LINGER_QUIET_MS 1000	/* once it sends nothing */
+
+typedef struct SslrRekeyLog
+{
+	SslrDirection dir;
+	bool		peer_initiated;
+	int64		bytes_under_old_key;
+	int64		duration_us;
+} SslrRekeyLog;
+
+/* where the cost of the section being measured goes */
+#define SSLR_COST_CARRY		(-1)	/* to the next line of our sending key */
+#define SSLR_COST_UNLOGGED	(-2)	/* its line was not queued */
+
+typedef struct SslrEndingState
+{
+	bool		attached;		/* policy.c's exit callback calls ours */
+	bool		client_dest;	/* errors went to the client at attach */
+	bool		hiding;			/* PostgreSQL's lost-client lines: see header */
+	/* our own rotation being measured, and what is not yet in a line */
+	bool		measuring;
+	instr_time	cost_start;
+	int64		cost_carried_us;
+	int			cost_target;	/* a queue index, or SSLR_COST_* */
+	SslrRekeyLog log_queue[SSLR_LOG_QUEUE];
+	int			log_queued;
+	int64		log_dropped;
+	bool		skipped_pending;	/* "carry on" to be logged */
+	bool		request_log_pending;	/* an operator request, to be logged */
+	SslrEndReason deferred;
+	int64		deferred_amount;
+} SslrEndingState;
+
+static SslrEndingState sslr_ending;
+
+static void sslr_log_deferred_termination(void);
+
+/*
+ * Exit of a backend ended before authentication (no slot, no policy): an
+ * atexit handler, since PostgreSQL's exit callbacks are registered per
+ * process and the record callback, inside OpenSSL, may register nothing.
+ * It runs after PostgreSQL's own exit callbacks, where logging still works.
+ * Every process inherits it from the postmaster; it says something only in
+ * a backend whose connection the inbound path ended.
+ */
+static void
+sslr_termination_at_exit(void)
+{
+	sslr_log_deferred_termination();
+}
+
+/* At start-up (the postmaster's _PG_init): before any connection exists. */
+void
+sslr_ending_init(void)
+{
+	static bool registered = false;
+
+	if (registered)
+		return;
+	if (atexit(sslr_termination_at_exit) != 0)
+		ereport(WARNING,
+				(errmsg("ssl_renegotiate: could not register an exit handler"),
+				 errdetail("Connections ended by a limit before authentication will end without a log line.")));
+	registered = true;
+}
+
+/*
+ * The connection is authenticated: from now on policy.c's exit callback
+ * says what this file has to say at exit (sslr_ending_at_exit).
+ */
+void
+sslr_ending_setup(void)
+{
+	sslr_ending.attached = true;
+	sslr_ending.client_dest = (whereToSendOutput == DestRemote);
+}
+
+/*
+ * End the session from the inbound record path, where we can neither block
+ * nor ereport.  Marking the TLS connection as shut down by the peer (a flag
+ * only) makes OpenSSL process nothing more of what is waiting in the
+ * socket, and the read report end of connection: a backend in the middle of
+ * a message, or of a COPY, ends as if the client had gone, rolling back.
+ * The next CHECK_FOR_INTERRUPTS ends an idle one as a lost connection, and
+ * the latch wakes it.  Nothing more is sent to this client but the FATAL
+ * that says why, at exit.
+ */
+static void
+sslr_end_connection(SSL *ssl)
+{
+	SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_RECEIVED_SHUTDOWN);
+	if (!sslr_ending.attached)
+		return;					/* said by sslr_termination_at_exit */
+	sslr_ending.hiding = true;
+	InterruptPending = true;
+	ClientConnectionLost = true;
+	SetLatch(MyLatch);
+}
+
+/*
+ * A limit was reached on the inbound path: end the connection, and keep
+ * the reason (with amount: bytes, or key updates) for the log at exit.
+ */
+void
+sslr_defer_termination(SSL *ssl, SslrEndReason reason, int64 amount)
+{
+	SslrEndingState *ending = &sslr_ending;
+
+	if (ending->deferred != SSLR_END_NONE)
+		return;
+	ending->deferred = reason;
+	ending->deferred_amount = amount;
+	sslr_count(&sslr_my_slot->stats.tally.terminations, 1);
+	sslr_end_connection(ssl);
+}
+
+/* The FATAL that ends a connection at a limit: bytes under the key of dir. */
+static void
+sslr_fatal(SslrDirection dir, SslrEndReason reason, int64 bytes)
+{
+	if (reason == SSLR_END_TLS12_REQUEST)
+		ereport(FATAL,
+				(errcode(ERRCODE_ADMIN_SHUTDOWN),
+				 errmsg("terminating connection because an operator asked to rotate its TLS 1.2 keys"),
+				 errdetail("ssl_renegotiate.tls12 is \"terminate\"."),
+				 errhint("Connect with TLS 1.3, or change ssl_renegotiate.tls12.")));
+	if (reason == SSLR_END_TLS12)
+		ereport(FATAL,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("terminating connection because its TLS 1.2 keys reached ssl_renegotiate.byte_limit"),
+				 errdetail("%lld bytes were %s under one key; ssl_renegotiate.tls12 is \"terminate\".",
+						   (long long) bytes, dir == SSLR_SENT ? "sent" : "received"),
+				 errhint("Connect with TLS 1.3, or change ssl_renegotiate.tls12.")));
+	ereport(FATAL,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("terminating connection because more than ssl_renegotiate.hard_limit was %s under one TLS key",
+					dir == SSLR_SENT ? "sent" : "received"),
+			 errdetail("%lld bytes under one key; ssl_renegotiate.hard_limit is %s.",
+					   (long long) bytes, sslr_format_bytes(sslr_hard_limit_bytes())),
+			 errhint(sslr_byte_limit_bytes() > 0 ?
+					 "Keys rotate from ssl_renegotiate.byte_limit (%s) on; ssl_renegotiate.hard_limit must stay above it by more than the client's lag in answering a key update (%s on this connection). Raise hard_limit, or set it to 0." :
+					 "ssl_renegotiate.byte_limit is %s (off), so keys do not rotate by bytes; set it below ssl_renegotiate.hard_limit by more than the client's lag in answering a key update (%s on this connection), or set hard_limit to 0.",
+					 sslr_format_bytes(sslr_byte_limit_bytes()),
+					 sslr_peer_lag() > 0 ?
+					 sslr_format_bytes(sslr_peer_lag()) : "none measured")));
+}
+
+/* End the connection from a safe point, with the reason. */
+void
+sslr_terminate(SslrDirection dir, SslrEndReason reason)
+{
+	sslr_count(&sslr_my_slot->stats.tally.terminations, 1);
+	sslr_fatal(dir, reason, sslr_my_slot->stats.bytes_under_key[dir]);
+}
+
+/*
+ * emit_log_hook: leave a line out of the server log?  Once the inbound
+ * path ended an authenticated connection, PostgreSQL's lines about the
+ * client it believes gone (SQLSTATE class 08) are left out: the FATAL at
+ * exit says what happened.
+ */
+bool
+sslr_ending_hides(const ErrorData *edata)
+{
+	return sslr_ending.hiding &&
+		ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_CONNECTION_EXCEPTION;
+}
+
+/* A TLS 1.2 limit where policy says carry on: count it, say it once. */
+void
+sslr_limit_skipped(void)
+{
+	sslr_ending.skipped_pending = true;
+	sslr_want_safe_point();
+	sslr_count(&sslr_my_slot->stats.tally.rekeys_skipped, 1);
+}
+
+/* An operator request was picked up: say so at the next safe point. */
+void
+sslr_queue_request_log(void)
+{
+	if (!sslr_log_rekeys)
+		return;
+	sslr_ending.request_log_pending = true;
+	sslr_want_safe_point();
+}
+
+/*
+ * One direction's key changed: queue its log line.  For the client's key,
+ * duration_us is the time from our request to its answer; for ours, the
+ * line takes what sslr_rotation_cost_* measured of this rotation.
+ */
+void
+sslr_queue_rekey_log(SslrDirection dir, bool peer_initiated, int64 bytes,
+					 int64 duration_us)
+{
+	SslrEndingState *ending = &sslr_ending;
+	SslrRekeyLog *entry;
+	int			target = SSLR_COST_UNLOGGED;
+
+	if (dir == SSLR_SENT)
+	{
+		duration_us = ending->cost_carried_us;
+		ending->cost_carried_us = 0;
+	}
+	if (sslr_log_rekeys && ending->log_queued >= SSLR_LOG_QUEUE)
+		ending->log_dropped++;
+	else if (sslr_log_rekeys)
+	{
+		target = ending->log_queued++;
+		entry = &ending->log_queue[target];
+		entry->dir = dir;
+		entry->peer_initiated = peer_initiated;
+		entry->bytes_under_old_key = bytes;
+		entry->duration_us = duration_us;
+		sslr_want_safe_point();
+	}
+	/* the rest of the section being measured is this line's */
+	if (dir == SSLR_SENT && ending->measuring)
+		ending->cost_target = target;
+}
+
+/*
+ * Around each call that performs a rotation of ours (keyupdate.c,
+ * renegotiation.c, handshake.c): the time in between is counted in
+ * rekey_time and goes to the log line of the rotation it belongs to, the
+ * one whose key changed during the section or, if none did yet (a
+ * renegotiation waits for the client across send points, a KeyUpdate may
+ * go out with a later write), the next one.  So the "in X ms" of the
+ * lines add up to rekey_time, but for attempts that never completed.
+ * Sections do not nest.
+ */
+void
+sslr_rotation_cost_begin(void)
+{
+	SslrEndingState *ending = &sslr_ending;
+
+	Assert(!ending->measuring);
+	ending->measuring = true;
+	ending->cost_target = SSLR_COST_CARRY;
+	INSTR_TIME_SET_CURRENT(ending->cost_start);
+}
+
+void
+sslr_rotation_cost_end(void)
+{
+	SslrEndingState *ending = &sslr_ending;
+	instr_time	elapsed;
+	int64		us;
+
+	INSTR_TIME_SET_CURRENT(elapsed);
+	INSTR_TIME_SUBTRACT(elapsed, ending->cost_start);
+	us = INSTR_TIME_GET_MICROSEC(elapsed);
+	ending->measuring = false;
+
+	sslr_count(&sslr_my_slot->stats.tally.rekey_time_us, us);
+	if (ending->cost_target == SSLR_COST_CARRY)
+		ending->cost_carried_us += us;
+	else if (ending->cost_target >= 0)
+		ending->log_queue[ending->cost_target].duration_us += us;
+}
+
+static void
+sslr_flush_rekey_logs(void)
+{
+	SslrEndingState *ending = &sslr_ending;
+
+	for (int i = 0; i < ending->log_queued; i++)
+	{
+		SslrRekeyLog *entry = &ending->log_queue[i];
+
+		if (entry->dir == SSLR_SENT)
+			ereport(LOG_SERVER_ONLY,
+					(errmsg("ssl_renegotiate: rotated the sending key of pid %d after %lld bytes in %.3f ms",
+							MyProcPid, (long long) entry->bytes_under_old_key,
+							entry->duration_us / 1000.0),
+					 errhidestmt(true), errhidecontext(true)));
+		else
+			ereport(LOG_SERVER_ONLY,
+					(errmsg("ssl_renegotiate: client of pid %d rotated its sending key after %lld bytes%s, %.3f ms after the request",
+							MyProcPid, (long long) entry->bytes_under_old_key,
+							entry->peer_initiated ? " (unrequested)" : "",
+							entry->duration_us / 1000.0),
+					 errhidestmt(true), errhidecontext(true)));
+	}
+	if (ending->log_dropped > 0)
+		ereport(LOG_SERVER_ONLY,
+				(errmsg("ssl_renegotiate: %lld more rekeys of pid %d were not logged",
+						(long long) ending->log_dropped, MyProcPid),
+				 errhidestmt(true), errhidecontext(true)));
+	ending->log_queued = 0;
+	ending->log_dropped = 0;
+	if (ending->cost_target >= 0)
+		ending->cost_target = SSLR_COST_UNLOGGED;
+}
+
+static void
+sslr_log_skipped(void)
+{
+	if (sslr_tls12_policy == SSLR_TLS12_RENEGOTIATE)
+		ereport(LOG_SERVER_ONLY,
+				(errmsg("ssl_renegotiate: TLS 1.2 walsender of pid %d reached ssl_renegotiate.byte_limit and goes on under its current keys",
+						MyProcPid),
+				 errdetail("A walsender is never renegotiated: it writes without blocking, and OpenSSL cannot renegotiate across a pending write; this is logged once per connection."),
+				 errhint("Use TLS 1.3 for replication connections, or set ssl_renegotiate.tls12 to \"terminate\"."),
+				 errhidestmt(true), errhidecontext(true)));
+	else
+		ereport(LOG_SERVER_ONLY,
+				(errmsg("ssl_renegotiate: TLS 1.2 connection of pid %d reached ssl_renegotiate.byte_limit and goes on under its current keys",
+						MyProcPid),
+				 errdetail("ssl_renegotiate.tls12 is \"warn\"; this is logged once per connection."),
+				 errhidestmt(true), errhidecontext(true)));
+}
+
+/* At a safe point: write what the callbacks queued. */
+void
+sslr_ending_safe_point(void)
+{
+	SslrEndingState *ending = &sslr_ending;
+
+	if (ending->log_queued > 0 || ending->log_dropped > 0)
+		sslr_flush_rekey_logs();
+	if (ending->skipped_pending)
+	{
+		ending->skipped_pending = false;
+		sslr_log_skipped();
+	}
+	if (ending->request_log_pending)
+	{
+		ending->request_log_pending = false;
+		ereport(LOG_SERVER_ONLY,
+				(errmsg("ssl_renegotiate: pid %d was asked to rotate its keys (request %lld)",
+						MyProcPid, (long long) sslr_my_slot->stats.requests_seen),
+				 errhidestmt(true), errhidecontext(true)));
+	}
+}
+
+/* Say why the inbound path ended the connection, if it did. */
+static void
+sslr_log_deferred_termination(void)
+{
+	SslrEndingState *ending = &sslr_ending;
+
+	if (ending->deferred == SSLR_END_NONE)
+		return;
+	if (ending->deferred == SSLR_END_KEY_UPDATE_FLOOD)
+		ereport(LOG_SERVER_ONLY,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("ssl_renegotiate: terminated connection of pid %d: the client sent %lld key updates unasked, faster than ssl_renegotiate.max_peer_key_updates (%d) allows",
+						MyProcPid, (long long) ending->deferred_amount,
+						sslr_max_peer_key_updates),
+				 errdetail("A client may send that many at once, and one more for every %d bytes it sends and every second.",
+						   SSLR_PEER_UPDATE_BYTES),
+				 errhidestmt(true), errhidecontext(true)));
+	else if (ending->deferred == SSLR_END_TLS12)
+		ereport(LOG_SERVER_ONLY,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("ssl_renegotiate: terminated connection of pid %d: its TLS 1.2 keys reached ssl_renegotiate.byte_limit after %lld bytes received",
+						MyProcPid, (long long) ending->deferred_amount),
+				 errdetail("ssl_renegotiate.tls12 is \"terminate\"."),
+				 errhidestmt(true), errhidecontext(true)));
+	else
+		ereport(LOG_SERVER_ONLY,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("ssl_renegotiate: terminated connection of pid %d: the client sent %lld bytes under one TLS key, more than ssl_renegotiate.hard_limit (%s)",
+						MyProcPid, (long long) ending->deferred_amount,
+						sslr_format_bytes(sslr_hard_limit_bytes())),
+				 errhidestmt(true), errhidecontext(true)));
+	ending->deferred = SSLR_END_NONE;	/* said once */
+}
+
+/*
+ * After the FATAL, before the socket is closed (an on_proc_exit callback,
+ * so it runs before PostgreSQL's socket_close): read away, undecrypted and
+ * uncounted, what the client is still sending, until it stops or closes,
+ * for SSLR_LINGER_MS at most (or until the postmaster dies).  A client that
+ * reads nothing while it writes (pgjdbc sending a large message) then
+ * finishes its writes and reads the FATAL; closed with unread data, the
+ * socket would answer its writes with a reset first (a lingering close, as
+ * HTTP servers do).
+ */
+static void
+sslr_linger(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
+{
+	char		discard[65536];
+	instr_time	start;
+	instr_time	now;
+	long		left;
+
+	if (MyProcPort == NULL || MyProcPort->sock == PGINVALID_SOCKET)
+		return;
+	INSTR_TIME_SET_CURRENT(start);
+	for (;;)
+	{
+		INSTR_TIME_SET_CURRENT(now);
+		INSTR_TIME_SUBTRACT(now, start);
+		left = SSLR_LINGER_MS - (long) INSTR_TIME_GET_MILLISEC(now);
+		if (left <= 0 ||
+			!(WaitLatchOrSocket(NULL, WL_SOCKET_READABLE | WL_TIMEOUT | WL_POSTMASTER_DEATH,
+								MyProcPort->sock, Min(left, SSLR_LINGER_QUIET_MS),
+								WAIT_EVENT_CLIENT_READ) & WL_SOCKET_READABLE) ||
+			recv(MyProcPort->sock, discard, sizeof(discard), 0) <= 0)
+			return;
+	}
+}
+
+/*
+ * At backend exit: what could not be said on the inbound path.  The hard
+ * limit is said with the FATAL of the send side, which does not return, to
+ * the client too if may_send (policy.c: our key is within its limit and in
+ * no handshake): one message, under the current key, without blocking (a
+ * client that reads nothing does not hold the backend in its exit).
+ */
+void
+sslr_ending_at_exit(bool may_send)
+{
+	SslrEndingState *ending = &sslr_ending;
+	int64		bytes = ending->deferred_amount;
+
+	if (ending->log_queued > 0 || ending->log_dropped > 0)
+		sslr_flush_rekey_logs();
+	if (ending->deferred != SSLR_END_HARD_LIMIT)
+	{
+		ending->hiding = false; /* the LOG may be of class 08 */
+		sslr_log_deferred_termination();
+		return;
+	}
+	ending->deferred = SSLR_END_NONE;	/* said once */
+	whereToSendOutput = DestNone;
+	if (may_send && ending->client_dest && MyProcPort != NULL)
+	{
+		/*
+		 * The lost connection was ours: now sendpoint.c lets writes through,
+		 * and at exit it flushes without blocking.  What PostgreSQL left in
+		 * its buffer (a ParseComplete, say) goes first; the FATAL only if it
+		 * all went, so that the FATAL itself fits in the buffer.
+		 */
+		ClientConnectionLost = false;
+		if (pq_flush_if_writable() == 0 && !pq_is_send_pending())
+		{
+			whereToSendOutput = DestRemote;
+			on_proc_exit(sslr_linger, (Datum) 0);
+		}
+	}
+	sslr_fatal(SSLR_RECEIVED, SSLR_END_HARD_LIMIT, bytes);
+}
