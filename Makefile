@@ -29,7 +29,10 @@ OBJS = \
 	src/thresholds.o
 
 EXTENSION = ssl_renegotiate
-# The install and upgrade scripts; those of released versions are frozen.
+# The install and upgrade scripts.  Those of released versions are frozen:
+# servers in the field installed them, and they must install the same
+# objects forever; make check-sql-frozen (run by make lint) compares them
+# with the sums in sql/SHA256SUMS.
 DATA = sql/ssl_renegotiate--1.0.sql sql/ssl_renegotiate--1.0--1.1.sql \
 	sql/ssl_renegotiate--1.1--1.2.sql sql/ssl_renegotiate--1.0--1.2.sql \
 	sql/ssl_renegotiate--1.2--1.3.sql
@@ -159,7 +162,7 @@ CONFIGURED_INCLUDES = $(patsubst -I%,-isystem %,$(filter -I%,$(shell $(PG_CONFIG
 # LINT_JOBS=N: cppcheck and clang-tidy on N files at once (scripts/test.sh:
 # one per CPU)
 LINT_JOBS ?= 1
-lint: $(filter %.o,$(OBJS))
+lint: check-sql-frozen $(filter %.o,$(OBJS))
 	bash $(srcdir)/scripts/rooms.sh --self-test
 	bash $(srcdir)/scripts/rooms.sh $(filter %.o,$(OBJS))
 	cppcheck -j $(LINT_JOBS) --error-exitcode=1 --enable=warning,performance,portability \
@@ -169,7 +172,15 @@ lint: $(filter %.o,$(OBJS))
 	printf '%s\n' $(C_SOURCES) | xargs -P $(LINT_JOBS) -n 4 sh -c 'clang-tidy --quiet "$$@" -- \
 		-I$(srcdir)/src -isystem $(includedir_server) -isystem $(includedir_internal) $(CONFIGURED_INCLUDES) -D_GNU_SOURCE' clang-tidy
 
-.PHONY: lint installcheck-server check-all check-not-preloaded check-preloaded check-tap clean-checks
+# The released install and upgrade scripts, byte for byte as released: a
+# released script is never edited (a change goes into the upgrade script
+# of the version being built); a new release adds its sums.
+check-sql-frozen:
+	@cd $(srcdir)/sql && sha256sum --check --strict --quiet SHA256SUMS || { \
+		echo 'make check-sql-frozen: a released script changed (sql/SHA256SUMS): put the change in the upgrade script of the version being built' >&2; exit 1; }
+	@echo "check-sql-frozen: the $$(wc -l <$(srcdir)/sql/SHA256SUMS) released scripts are as released"
+
+.PHONY: lint check-sql-frozen installcheck-server check-all check-not-preloaded check-preloaded check-tap clean-checks
 
 clean: clean-checks
 clean-checks:
