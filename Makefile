@@ -162,7 +162,7 @@ CONFIGURED_INCLUDES = $(patsubst -I%,-isystem %,$(filter -I%,$(shell $(PG_CONFIG
 # LINT_JOBS=N: cppcheck and clang-tidy on N files at once (scripts/test.sh:
 # one per CPU)
 LINT_JOBS ?= 1
-lint: check-sql-frozen $(filter %.o,$(OBJS))
+lint: check-sql-frozen shellcheck $(filter %.o,$(OBJS))
 	bash $(srcdir)/scripts/rooms.sh --self-test
 	bash $(srcdir)/scripts/rooms.sh $(filter %.o,$(OBJS))
 	cppcheck -j $(LINT_JOBS) --error-exitcode=1 --enable=warning,performance,portability \
@@ -180,7 +180,13 @@ check-sql-frozen:
 		echo 'make check-sql-frozen: a released script changed (sql/SHA256SUMS): put the change in the upgrade script of the version being built' >&2; exit 1; }
 	@echo "check-sql-frozen: the $$(wc -l <$(srcdir)/sql/SHA256SUMS) released scripts are as released"
 
-.PHONY: lint check-sql-frozen installcheck-server check-all check-not-preloaded check-preloaded check-tap clean-checks
+# Shell: every script, shellcheck clean (.shellcheckrc), run by make lint.
+SHELL_SCRIPTS = $(wildcard $(srcdir)/scripts/*.sh $(srcdir)/bench/*.sh $(srcdir)/bench/run/*.sh \
+	$(srcdir)/test/t/clients/*.sh) $(srcdir)/.ci/run $(srcdir)/debian/tests/installcheck
+shellcheck:
+	shellcheck $(SHELL_SCRIPTS)
+
+.PHONY: lint check-sql-frozen shellcheck installcheck-server check-all check-not-preloaded check-preloaded check-tap clean-checks
 
 clean: clean-checks
 clean-checks:

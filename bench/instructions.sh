@@ -131,6 +131,7 @@ cc_flags=(-O2 -Wall -Wextra -Werror)
 case "$libcrypto" in
     /usr/lib/*) ;;  # the system's
     *) prefix=$(dirname "$(dirname "$libcrypto")")
+       # shellcheck disable=SC2054 # -Wl,-rpath,DIR: the commas are the linker's
        cc_flags+=(-I"$prefix/include" -L"$(dirname "$libcrypto")" -Wl,-rpath,"$(dirname "$libcrypto")") ;;
 esac
 gcc "${cc_flags[@]}" -o "$T/floor" "$(dirname "${BASH_SOURCE[0]}")/floor.c" -lcrypto

@@ -117,7 +117,7 @@ log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { printf 'run.sh: %s\n' "$*" >&2; exit 1; }
 
 T=$(mktemp -d /tmp/sslr-bench.XXXXXX)
-STARTED_A= STARTED_B=
+STARTED_A='' STARTED_B=''
 BENCH_START=$(date +%s)
 
 cleanup() {

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # apt_sources.sh -- where this machine's apt reaches Debian: the archive and
 # security URIs of its own apt sources, read, never changed.  Sourced by
 # debsrc.sh and fresh_check.sh; defines functions only.
@@ -14,7 +15,7 @@ oldoldstable oldstable stable testing unstable'
 # sourceparts/*.sources (each URI with each suite).  The paths are apt's own
 # (apt-config), so a machine that moved them is read where they are.
 sslr_apt_source_entries() {
-    local SL= SP= f
+    local SL='' SP='' f
     eval "$(apt-config shell SL Dir::Etc::sourcelist/f SP Dir::Etc::sourceparts/d)"
     for f in "$SL" "${SP%/}"/*.list; do
         [ -f "$f" ] || continue

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # common.sh -- what the root-run scripts share (test.sh, demo.sh,
 # sanitize.sh, bench/*.sh).  Each of them starts as root, runs setup.sh
 # (packages, build, install), then hands over to user postgres, because
@@ -33,6 +34,7 @@ sslr_select_major() {
 # built and installed from: $1 if given, else $SSLR_WORKDIR if set, else
 # a new one of its own (mktemp).  SSLR_NEEDS says which packages beyond the
 # build's (scripts/packages.sh).
+# shellcheck disable=SC2120 # the work directory ($1) is optional
 sslr_setup() {
     local out workdir
     out=$(SSLR_WORKDIR="${1:-${SSLR_WORKDIR:-}}" SSLR_PG_CONFIG="$SSLR_PG_CONFIG" \
@@ -66,6 +68,7 @@ sslr_rerun_as_postgres() {
     local script_in_tree=$1 inner_var=$2 rc=0
     shift 2
     sslr_require_root "$script_in_tree"
+    # shellcheck disable=SC2119 # the default work directory
     SSLR_RERUN_WORKDIR=$(sslr_setup)
     [ -n "${SSLR_WORKDIR:-}" ] || trap 'rm -rf "$SSLR_RERUN_WORKDIR"' EXIT
     sslr_as_postgres /tmp "$inner_var=1" WORKDIR="$SSLR_RERUN_WORKDIR" SSLR_PG_CONFIG="$SSLR_PG_CONFIG" "$@" \

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # copy_tree.sh -- copy a checkout without its build products.  Sourced by
 # setup.sh and package_test.sh; defines one function.
 

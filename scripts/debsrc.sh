@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # debsrc.sh -- Debian's source package of something, downloaded through a
 # private apt configuration (the system's apt sources are never touched).
 # Sourced by pg_build.sh and openssl_build.sh; defines functions only.
@@ -109,8 +110,12 @@ sslr_debian_source_opts() {
 # (PACKAGE_VERSION.orig.tar.*) that sslr_debian_source downloaded into
 # WORKDIR, and prints the directory it made.
 sslr_unpack_upstream() {
-    local work=$1 package=$2 tarball srcdir
-    tarball=$(ls "$work/${package}"_*.orig.tar.* 2>/dev/null | grep -v '\.asc$' | head -n 1 || true)
+    local work=$1 package=$2 tarball srcdir f
+    tarball=
+    for f in "$work/${package}"_*.orig.tar.*; do
+        case "$f" in *.asc) continue ;; esac
+        [ -f "$f" ] && { tarball=$f; break; }
+    done
     [ -n "$tarball" ] || { echo "no upstream tarball of $package in $work" >&2; return 1; }
     tar -xf "$tarball" -C "$work"
     srcdir=$(find "$work" -mindepth 1 -maxdepth 1 -type d | head -n 1)

@@ -117,6 +117,7 @@ keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 } >"$ROOT/etc/apt/sources.list.d/debian.sources"
 rm -f "$ROOT/etc/apt/sources.list"
 if [ -n "$plain_apt" ]; then
+    # shellcheck disable=SC2012 # the names, for the log only
     log "--plain-apt: none of this machine's apt configuration in the root ($(ls "$ROOT/etc/apt/apt.conf.d" | tr '\n' ' '))"
 else
     cp -a /etc/apt/apt.conf.d/. "$ROOT/etc/apt/apt.conf.d/"

@@ -7,6 +7,7 @@ set -euo pipefail
 
 C=$1
 CA_NAME=$2
+# shellcheck disable=SC2174 # only the certificates' own directory is private
 mkdir -p -m 700 "$C"
 openssl req -x509 -new -nodes -newkey rsa:2048 -days 2 \
     -keyout "$C/ca.key" -out "$C/ca.crt" -subj "/CN=$CA_NAME" \

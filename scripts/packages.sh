@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # packages.sh -- the Debian packages each command needs, and their
 # installation (as root) without starting any service.  Sourced by setup.sh,
 # package_test.sh, pg_build.sh, openssl_build.sh, fresh_check.sh; defines
@@ -43,6 +44,7 @@ $SSLR_PATRONI_PACKAGES
 $SSLR_GNUTLS_CLIENT_PACKAGES $SSLR_RUSTLS_CLIENT_PACKAGES"
 SSLR_VALGRIND_PACKAGES="valgrind"
 # scripts/citus_build.sh: Citus's build (curl, lz4, zstd and krb5 headers)
+# shellcheck disable=SC2034 # for scripts/citus_build.sh
 SSLR_CITUS_PACKAGES="gcc make libcurl4-openssl-dev liblz4-dev libzstd-dev libkrb5-dev"
 SSLR_BENCH_PACKAGES="$SSLR_TEST_PACKAGES gnuplot-nox valgrind"
 

@@ -274,6 +274,7 @@ start_patroni() {
     /usr/bin/patroni "$T/$1/patroni.yml" >>"$T/$1/log/patroni.log" 2>&1 &
     PATRONI_PID[$1]=$!
 }
+# shellcheck disable=SC2086 # REST_PORTS: one argument per port
 members() { python3 "$TREE/cluster.py" $REST_PORTS 2>/dev/null; }
 leader() { members | awk '$2 == "leader" && $3 == "running" { print $1 }'; }
 # SQL on a node over its Unix socket, as postgres (no TLS: moves no
@@ -632,6 +633,7 @@ exporter_reads() { # NODE: each query runs and returns a row
     [ -z "$bad" ] || { echo "    $1: no rows or an error from$bad"; return 1; }
 }
 for n in $NODES; do
+    # shellcheck disable=SC2012 # a count of files named by us
     check "the exporter's $(ls "$T"/queries/*.sql | wc -l) queries read $n (as a member of pg_monitor)" exporter_reads "$n"
 done
 

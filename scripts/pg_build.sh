@@ -103,12 +103,12 @@ if [ -n "$tree_id" ]; then
     key=$tree_id
 elif [ -n "$SOURCES" ]; then
     rc=0
-    found=$(sslr_pg_tarball "$SOURCES" "$MAJOR") || rc=$?
+    tarball_found=$(sslr_pg_tarball "$SOURCES" "$MAJOR") || rc=$?
     case "$rc" in
-        0) tarball=${found#* }
-           key="tarball ${tarball##*/} sha256 ${found%% *}" ;;
+        0) tarball=${tarball_found#* }
+           key="tarball ${tarball##*/} sha256 ${tarball_found%% *}" ;;
         2) log "no tarball postgresql-$MAJOR*.tar.* in $SOURCES: Debian's source package, where one downloads" ;;
-        *) die "$found" ;;
+        *) die "$tarball_found" ;;
     esac
 fi
 # cached_matches: the marker's build is of the source this run would build.

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # pg_sources.sh -- PostgreSQL sources other than Debian's packages: a
 # directory of tarballs, each pinned by its checksum (SSLR_PG_SOURCES), or
 # one source tree (SSLR_PG_SOURCE).  Sourced by pg_build.sh; defines functions only.

@@ -69,13 +69,14 @@ Count high_f(void) { return low_f() + low_data; }
 EOF
     }
     build() { # variant
-        (cd "$t/$1" && for c in *.c; do cc -c -o "${c%.c}.o" "$c"; done)
+        (cd "$t/$1" && for src in *.c; do cc -c -o "${src%.c}.o" "$src"; done)
     }
     expect() { # variant expected-status message-or-empty
         local out status=0
         out=$(cd "$t/$1" && bash "$SELF" --src . ./*.o 2>&1) || status=$?
         if [ "$status" -ne "$2" ] || { [ -n "$3" ] && ! grep -q -- "$3" <<<"$out"; }; then
             echo "rooms.sh self-test: '$1' gave exit $status, expected $2${3:+ with \"$3\"}:" >&2
+            # shellcheck disable=SC2001 # each line, indented
             sed 's/^/    /' <<<"$out" >&2
             rc=1
         else
@@ -173,11 +174,11 @@ while [ ${#queue[@]} -gt 0 ]; do
     [ -z "${seen[$f]:-}" ] || continue
     seen[$f]=1
     [ -n "${path_of[$f]:-}" ] || { echo "rooms.sh: $f not found in $SRC" >&2; exit 2; }
-    for h in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "${path_of[$f]}"); do
+    while read -r h; do
         [ -f "$SRC/$h" ] || continue    # not one of ours
         includes+="$f ${h##*/}"$'\n'
         queue+=("${h##*/}")
-    done
+    done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "${path_of[$f]}")
 done
 room_includes=$(awk 'NF { sub(/\.[ch]$/, "", $1); sub(/\.h$/, "", $2); if ($1 != $2) print $1, $2 }' \
     <<<"$includes" | sort -u)
@@ -196,6 +197,7 @@ awk '{ if ($1 in list) list[$1] = list[$1] ", " $2; else list[$1] = $2 }
 order_or_cycles() {
     local order
     if order=$(tsort <<<"$1" 2>/dev/null); then
+        # shellcheck disable=SC2086 # tsort's lines, as one
         echo $order
         return 0
     fi

@@ -25,7 +25,8 @@ PG_REGRESS_BIN=/usr/lib/postgresql/15/lib/pgxs/src/test/regress/pg_regress
 
 sslr_require_root sanitize.sh
 
-WORKDIR=$(SSLR_NEEDS=test sslr_setup)
+# shellcheck disable=SC2119 # the default work directory
+WORKDIR=$(SSLR_NEEDS='test' sslr_setup)
 REPORTS=$(mktemp -d /tmp/ssl_renegotiate-sanitizer.XXXXXX)
 chown postgres "$REPORTS"
 

@@ -145,6 +145,7 @@ prebuild_start() {
     # its own process group (setsid), so that an interrupted run ends the
     # whole build with it; without the current cell's use lock
     local keep_fd=${use_fd:-9}
+    # shellcheck disable=SC2086 # CELLS: one argument per cell
     setsid bash -c '
         repo=$1
         shift
@@ -163,6 +164,7 @@ prebuild_start() {
 
 # What one major's "make installcheck" in $WORKDIR left in $LOG, with $rc:
 # sets passed and failed, and shows what failed.
+# shellcheck disable=SC2031 # rc is run_counted's, set in this shell
 count_results() {
     # Logs of one TAP test file (tmp_check/log/regress_log_NAME and
     # NAME_<node>.log) or, with no argument, every log file in a log/ directory
@@ -330,6 +332,7 @@ for cell in $CELLS; do
     if [ "$name" = 15 ] && [ -z "${SSLR_PG_SOURCE:-}" ]; then
         pg_config=/usr/lib/postgresql/15/bin/pg_config
     else
+        # shellcheck disable=SC2086 # series: empty, or one argument
         prefix=$(bash "$SSLR_REPO/scripts/pg_build.sh" "$major" $series 2>"$BUILD_ERR" | tail -n 1) ||
             prefix=
         cat "$BUILD_ERR" >&2

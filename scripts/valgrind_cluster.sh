@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # valgrind_cluster.sh -- shared by scripts/memcheck.sh and
 # bench/instructions.sh, which run a throw-away server under valgrind.
 # Source it; it defines functions only.

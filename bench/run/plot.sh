@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench/run/plot.sh -- the benchmark's plot, sourced by bench/run.sh after
 # bench/run/tables.sh: $OUT/plot.png (gnuplot, if installed) from $CSV.plot;
 # then the table on stdout.

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench/run/runs.sh -- the benchmark's runs, sourced by bench/run.sh after
 # bench/run/setup.sh: what each configuration connects with, one timed psql
 # session (run_copy) or pgbench run (run_pgbench) as one CSV row of $CSV,
@@ -10,7 +11,7 @@ CLK_TCK=$(getconf CLK_TCK)
 # COPY sessions: psql on one CPU, its backend on another.  Left to the
 # scheduler, the two sometimes share a CPU for a while, and on this kind of
 # VM a context switch is dear: the same COPY then takes ~1.5x the CPU time.
-PIN= CLIENT_PIN= BACKEND_CPU=
+PIN='' CLIENT_PIN='' BACKEND_CPU=''
 if [ "${SSLR_BENCH_PIN:-1}" != 0 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null 2>&1; then
     PIN=1 BACKEND_CPU=1 CLIENT_PIN="taskset -c 0"
 fi
@@ -236,6 +237,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
             pgS | pgC) run_pgbench "$r" "$kind" "$cfg" || true ;;
         esac
     done
+    # shellcheck disable=SC2034 # read by bench/run/plot.sh and tables.sh
     ROUNDS_DONE=$r
     log "round $r/$ROUNDS done in $(( $(date +%s) - rstart )) s (load $(cut -d' ' -f1-3 /proc/loadavg))"
 done

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench/run/setup.sh -- the benchmark's set-up, sourced by bench/run.sh (as
 # postgres, in its throw-away directory $T): a CA and a server certificate,
 # two free ports, clusters A (no extension) and B (preloaded) from one
@@ -70,8 +71,12 @@ pg_ctl -D "$T/dataB" -l "$T/serverB.log" -w -t 60 start >/dev/null &
 pid_b=$!
 wait "$pid_a" || die "cluster A did not start: $(tail -n 5 "$T/serverA.log")"
 wait "$pid_b" || die "cluster B did not start: $(tail -n 5 "$T/serverB.log")"
+# read by bench/run.sh's clean-up, bench/run/runs.sh and tables.sh
+# shellcheck disable=SC2034
 STARTED_A=1 STARTED_B=1
+# shellcheck disable=SC2034
 PM_A=$(head -n 1 "$T/dataA/postmaster.pid")
+# shellcheck disable=SC2034
 PM_B=$(head -n 1 "$T/dataB/postmaster.pid")
 
 UNIX_A="host=$T port=$PA dbname=postgres"
@@ -81,6 +86,7 @@ qa() { q -At -d "$UNIX_A" "$@"; }
 qb() { q -At -d "$UNIX_B" "$@"; }
 
 qb -c 'CREATE EXTENSION ssl_renegotiate'
+# shellcheck disable=SC2034 # for bench/run/tables.sh
 PG_VERSION=$(qa -c 'SHOW server_version')
 [ "$(qb -c "SELECT count(*) FROM pg_settings WHERE name = 'ssl_renegotiate.byte_limit'")" = 1 ] ||
     die "cluster B: ssl_renegotiate not loaded"
@@ -135,6 +141,7 @@ q -d "$UNIX_B" -c "\\copy t from '$DATA'"
 for u in "$UNIX_A" "$UNIX_B"; do
     q -d "$u" -c 'VACUUM (FREEZE, ANALYZE) t' -c 'CHECKPOINT'
 done
+# shellcheck disable=SC2034 # for bench/run/tables.sh
 TABLE_SIZE=$(qa -c "SELECT pg_size_pretty(pg_relation_size('t'))")
 if [ -z "${SSLR_BENCH_NO_PGBENCH:-}" ]; then
     log "pgbench -i -s $PGB_SCALE in both clusters"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench/run/tables.sh -- the benchmark's tables, sourced by bench/run.sh
 # after bench/run/runs.sh: $RESULT ($OUT/<date>.txt) with the machine, the
 # software and the data, then, from the samples in $CSV, the medians and

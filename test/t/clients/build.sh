@@ -40,6 +40,7 @@ out=$(cd "$out" && pwd)
 
 need=()
 for w in "${what[@]}"; do
+    # shellcheck disable=SC2206 # the lists: one package a word
     case "$w" in
         gnutls) need+=($SSLR_GNUTLS_CLIENT_PACKAGES) ;;
         rustls) need+=($SSLR_RUSTLS_CLIENT_PACKAGES) ;;
