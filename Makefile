@@ -162,7 +162,7 @@ CONFIGURED_INCLUDES = $(patsubst -I%,-isystem %,$(filter -I%,$(shell $(PG_CONFIG
 # LINT_JOBS=N: cppcheck and clang-tidy on N files at once (scripts/test.sh:
 # one per CPU)
 LINT_JOBS ?= 1
-lint: check-sql-frozen shellcheck $(filter %.o,$(OBJS))
+lint: check-sql-frozen shellcheck indent-check $(filter %.o,$(OBJS))
 	bash $(srcdir)/scripts/rooms.sh --self-test
 	bash $(srcdir)/scripts/rooms.sh $(filter %.o,$(OBJS))
 	cppcheck -j $(LINT_JOBS) --error-exitcode=1 --enable=warning,performance,portability \
@@ -180,13 +180,47 @@ check-sql-frozen:
 		echo 'make check-sql-frozen: a released script changed (sql/SHA256SUMS): put the change in the upgrade script of the version being built' >&2; exit 1; }
 	@echo "check-sql-frozen: the $$(wc -l <$(srcdir)/sql/SHA256SUMS) released scripts are as released"
 
+# Formatting by machine (CONTRIBUTING.md).
+#
+# C: PostgreSQL's pgindent, with PostgreSQL's typedefs.list (found beside
+# pgindent in PostgreSQL's source tree, src/tools/pgindent, or PG_TYPEDEFS=)
+# and ours, typedefs.list; pgindent needs pg_bsd_indent (built from
+# src/tools/pg_bsd_indent) in PATH.  make indent rewrites the files, make
+# indent-check (run by make lint) fails if one needs it; both say so and
+# skip when pgindent is not at hand.  (Not PGINDENT: pgindent reads that
+# from the environment as the path of pg_bsd_indent.)
+PGINDENT_SCRIPT ?= $(shell command -v pgindent 2>/dev/null)
+PG_TYPEDEFS ?= $(if $(PGINDENT_SCRIPT),$(dir $(PGINDENT_SCRIPT))typedefs.list)
+INDENT_FILES = $(srcdir)/src $(srcdir)/test/t/peer $(srcdir)/test/t/clients/gnutls_copy.c \
+	$(srcdir)/bench/floor.c
+define run_pgindent
+	@if [ -z "$(PGINDENT_SCRIPT)" ]; then \
+		echo "make $@: skipped: no pgindent (PostgreSQL's source tree: src/tools/pgindent; PGINDENT_SCRIPT=/path/to/pgindent, with pg_bsd_indent from src/tools/pg_bsd_indent in PATH)"; \
+	elif [ ! -f "$(PG_TYPEDEFS)" ]; then \
+		echo "make $@: skipped: no PostgreSQL typedefs.list beside $(PGINDENT_SCRIPT) (PG_TYPEDEFS=/path/to/typedefs.list)"; \
+	else \
+		typedefs=$$(mktemp) && cat '$(PG_TYPEDEFS)' '$(srcdir)/typedefs.list' >"$$typedefs" && \
+		rc=0 && '$(PGINDENT_SCRIPT)' --typedefs="$$typedefs" $(1) $(INDENT_FILES) || rc=$$?; \
+		rm -f "$$typedefs"; \
+		case $$rc in \
+			0) ;; \
+			2) echo "make $@: the C above is not as pgindent formats it: run make indent" >&2; exit 1 ;; \
+			*) echo "make $@: pgindent failed (exit status $$rc)" >&2; exit 1 ;; \
+		esac; \
+	fi
+endef
+indent:
+	$(call run_pgindent,)
+indent-check:
+	$(call run_pgindent,--check --diff)
+
 # Shell: every script, shellcheck clean (.shellcheckrc), run by make lint.
 SHELL_SCRIPTS = $(wildcard $(srcdir)/scripts/*.sh $(srcdir)/bench/*.sh $(srcdir)/bench/run/*.sh \
 	$(srcdir)/test/t/clients/*.sh) $(srcdir)/.ci/run $(srcdir)/debian/tests/installcheck
 shellcheck:
 	shellcheck $(SHELL_SCRIPTS)
 
-.PHONY: lint check-sql-frozen shellcheck installcheck-server check-all check-not-preloaded check-preloaded check-tap clean-checks
+.PHONY: lint check-sql-frozen indent indent-check shellcheck installcheck-server check-all check-not-preloaded check-preloaded check-tap clean-checks
 
 clean: clean-checks
 clean-checks:

@@ -269,9 +269,9 @@ sslr_keyupdate_at_exit(void)
 	char		how[128];
 
 	/*
-	 * Only when the client ended it: a fatal alert, a lost connection, or
-	 * the end of the stream where PostgreSQL read its next message.  Not
-	 * when the server ended it (a limit: said by ending.c).
+	 * Only when the client ended it: a fatal alert, a lost connection, or the
+	 * end of the stream where PostgreSQL read its next message.  Not when the
+	 * server ended it (a limit: said by ending.c).
 	 */
 	if (ku->sent == 0 ||
 		!(ku->peer_ended || ClientConnectionLost ||

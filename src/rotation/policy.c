@@ -71,15 +71,20 @@ typedef struct SslrPolicyState
 	SSL		   *ssl;
 	bool		userid_pending;
 	bool		tls13;
-	int64		cipher_record_limit;	/* records per key, of the cipher in force */
-	bool		rotation_blocked[SSLR_NDIRECTIONS]; /* failed: wait for a new key */
-	bool		requested[SSLR_NDIRECTIONS];	/* an operator asked for a new key */
+	/* records per key, of the cipher in force */
+	int64		cipher_record_limit;
+	/* failed: wait for a new key */
+	bool		rotation_blocked[SSLR_NDIRECTIONS];
+	/* an operator asked for a new key */
+	bool		requested[SSLR_NDIRECTIONS];
 	bool		tls12_warned;	/* "warn" said its line */
 	/* the pace (see the file header) */
 	bool		held[SSLR_NDIRECTIONS]; /* due, and held back */
-	int64		recheck_at[SSLR_NDIRECTIONS];	/* held: bytes to look again at */
+	/* held: bytes to look again at */
+	int64		recheck_at[SSLR_NDIRECTIONS];
 	TimestampTz held_until[SSLR_NDIRECTIONS];	/* ... and when (0: data) */
-	int64		hard_slack[SSLR_NDIRECTIONS];	/* bytes the rotation started late */
+	/* bytes the rotation started late */
+	int64		hard_slack[SSLR_NDIRECTIONS];
 } SslrPolicyState;
 
 /* What a due rotation does now. */
@@ -625,7 +630,7 @@ sslr_rekey_start(Port *port)
 	sslr_policy.userid_pending = true;
 	sslr_safe_point_work = true;
 
-	/* registered after totals.c's detach, so it runs before the slot is folded */
+	/* registered after totals.c's detach: runs before the slot is folded */
 	before_shmem_exit(sslr_policy_at_exit, (Datum) 0);
 
 	sslr_interval_start(now);

@@ -125,7 +125,8 @@ sslr_renegotiation_now(bool may_block)
 
 	sslr_rotation_cost_begin();
 	ERR_set_mark();
-	(void) SSL_do_handshake(sslr_renegotiation.ssl); /* sends the HelloRequest */
+	/* sends the HelloRequest */
+	(void) SSL_do_handshake(sslr_renegotiation.ssl);
 	ERR_pop_to_mark();
 	sslr_rotation_cost_end();
 

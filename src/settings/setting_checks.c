@@ -179,7 +179,7 @@ static void
 sslr_check_typed(VariableSetStmt *stmt)
 {
 	const SslrLimit *limit = NULL;
-	char	   *text;
+	char	   *typed;
 	double		value;
 	bool		word;
 
@@ -196,10 +196,10 @@ sslr_check_typed(VariableSetStmt *stmt)
 		pg_parameter_aclcheck(limit->name, GetUserId(),
 							  ACL_SET | ACL_ALTER_SYSTEM) != ACLCHECK_OK)
 		return;
-	text = ExtractSetVariableArgs(stmt);
-	if (text == NULL)
+	typed = ExtractSetVariableArgs(stmt);
+	if (typed == NULL)
 		return;
-	if (parse_real(text, &value, limit->unit, NULL))
+	if (parse_real(typed, &value, limit->unit, NULL))
 	{
 		if (sslr_below_floor(limit, value))
 			ereport(ERROR,
@@ -214,11 +214,11 @@ sslr_check_typed(VariableSetStmt *stmt)
 							limit->name, sslr_format_value(limit, value),
 							sslr_format_value(limit, limit->max))));
 	}
-	else if (parse_bool(text, &word))
+	else if (parse_bool(typed, &word))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for parameter \"%s\": \"%s\"",
-						limit->name, text),
+						limit->name, typed),
 				 errhint("%s takes %s; 0 turns it off.", limit->name,
 						 limit->example)));
 }

@@ -60,7 +60,8 @@ typedef struct SslrRoleBaseline
 {
 	int64		connections;
 	SslrTally	tally;
-	bool		dropped;		/* its role or database was dropped: not folded */
+	/* its role or database was dropped: not folded */
+	bool		dropped;
 } SslrRoleBaseline;
 
 typedef struct SslrRoleShared

@@ -267,8 +267,9 @@ sslr_take_slot(int index, Port *port)
 	Assert(LWLockHeldByMeInMode(sslr_slots->lock, LW_EXCLUSIVE));
 	SSLR_BEGIN_WRITE(&entry->slot);
 	entry->slot.pid = MyProcPid;
-	entry->slot.userid = InvalidOid;	/* not known yet: see sslr_publish_userid */
-	entry->slot.identity_known = false;	/* nor the database */
+	/* not known yet, nor the database: see sslr_publish_userid */
+	entry->slot.userid = InvalidOid;
+	entry->slot.identity_known = false;
 	entry->slot.is_walsender = am_walsender;
 	strlcpy(entry->slot.version, SSL_get_version(port->ssl), sizeof(entry->slot.version));
 	strlcpy(entry->slot.cipher, SSL_get_cipher_name(port->ssl), sizeof(entry->slot.cipher));

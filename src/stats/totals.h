@@ -27,6 +27,7 @@ typedef struct SslrTotals
 extern void sslr_totals_shmem_request(void);
 extern void sslr_totals_shmem_startup(void);
 extern void sslr_totals_attach(Port *port);
+
 /* for privileged readers only: see totals.c */
 extern void sslr_read_totals(SslrTotals *totals);
 extern void sslr_reset_totals(void);

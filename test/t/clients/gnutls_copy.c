@@ -285,10 +285,12 @@ gc_handshake(const char *what)
 static void
 gc_connect(void)
 {
-	struct addrinfo hints, *res;
+	struct addrinfo hints,
+			   *res;
 	unsigned char ssl_request[8] = {0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f};
 	char		answer;
-	int			ret, one = 1;
+	int			ret,
+				one = 1;
 	const char *prio;
 	const char *err_pos = NULL;
 
@@ -489,8 +491,12 @@ gc_get_msg(const char **body, size_t *len)
 static void
 gc_note_server_error(const char *body, size_t len)
 {
-	const char *p = body, *end = body + len;
-	const char *sev = "", *code = "", *msg = "", *hint = "";
+	const char *p = body,
+			   *end = body + len;
+	const char *sev = "",
+			   *code = "",
+			   *msg = "",
+			   *hint = "";
 
 	while (p < end && *p)
 	{

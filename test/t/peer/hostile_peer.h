@@ -97,7 +97,7 @@ extern enum outcome mode_keyupdate_interleaved(long n);
 extern enum outcome mode_never_answer(long mb, const char *table, long stall_kb);
 extern enum outcome mode_copy_keyupdates(long mb, const char *table);
 extern enum outcome mode_copy_answering(long seconds, const char *table,
-									   int then_query);
+										int then_query);
 
 /* stalls.c: a peer that does not read, or says nothing */
 extern enum outcome mode_late_reader(long rows);

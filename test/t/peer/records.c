@@ -180,9 +180,9 @@ mode_never_answer(long mb, const char *table, long stall_kb)
 		hold("stalled");
 
 		/*
-		 * Still up?  A server that ended the session has said why (a
-		 * FATAL: read it) or closed the socket: a read says so (without
-		 * blocking: data may be absent).
+		 * Still up?  A server that ended the session has said why (a FATAL:
+		 * read it) or closed the socket: a read says so (without blocking:
+		 * data may be absent).
 		 */
 		set_blocking(0);
 		ERR_clear_error();

@@ -29,11 +29,11 @@ mode_renegotiate(void)
 	}
 
 	/*
-	 * Without a hold, SSL_do_handshake sends the ClientHello and then
-	 * blocks for the answer.  With one, send the ClientHello only, let the
-	 * test look at the server, then read: meanwhile OpenSSL reads from an
-	 * empty memory BIO (so it cannot see the server's answer yet) and
-	 * writes to the socket.
+	 * Without a hold, SSL_do_handshake sends the ClientHello and then blocks
+	 * for the answer.  With one, send the ClientHello only, let the test look
+	 * at the server, then read: meanwhile OpenSSL reads from an empty memory
+	 * BIO (so it cannot see the server's answer yet) and writes to the
+	 * socket.
 	 */
 	if (hold_enabled)
 	{
