@@ -214,13 +214,21 @@ indent:
 indent-check:
 	$(call run_pgindent,--check --diff)
 
+# Perl: perltidy with PostgreSQL's settings (.perltidyrc); FILES= for some
+# files only (default: every Perl file of the tree).
+PERLTIDY ?= perltidy
+PERL_FILES = $(wildcard $(srcdir)/test/t/*.pl $(srcdir)/test/t/*.pm $(srcdir)/scripts/*.pl)
+tidy-perl:
+	@command -v $(PERLTIDY) >/dev/null || { echo "make $@: skipped: no perltidy (Debian: apt-get install perltidy)"; exit 0; }; \
+	$(PERLTIDY) --profile=$(srcdir)/.perltidyrc $(or $(FILES),$(PERL_FILES))
+
 # Shell: every script, shellcheck clean (.shellcheckrc), run by make lint.
 SHELL_SCRIPTS = $(wildcard $(srcdir)/scripts/*.sh $(srcdir)/bench/*.sh $(srcdir)/bench/run/*.sh \
 	$(srcdir)/test/t/clients/*.sh) $(srcdir)/.ci/run $(srcdir)/debian/tests/installcheck
 shellcheck:
 	shellcheck $(SHELL_SCRIPTS)
 
-.PHONY: lint check-sql-frozen indent indent-check shellcheck installcheck-server check-all check-not-preloaded check-preloaded check-tap clean-checks
+.PHONY: lint check-sql-frozen indent indent-check tidy-perl shellcheck installcheck-server check-all check-not-preloaded check-preloaded check-tap clean-checks
 
 clean: clean-checks
 clean-checks:
