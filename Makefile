@@ -7,18 +7,17 @@ OBJS = \
 	$(WIN32RES) \
 	src/accounting.o \
 	src/rotation/ending.o \
-	src/rotation/handshake.o \
 	src/rotation/interval.o \
 	src/rotation/key_limits.o \
 	src/rotation/keyupdate.o \
 	src/rotation/policy.o \
+	src/rotation/rekey_log.o \
 	src/rotation/renegotiation.o \
 	src/sendpoint.o \
 	src/settings/setting_checks.o \
 	src/settings/setting_files.o \
 	src/settings/settings.o \
 	src/sql_api.o \
-	src/sql_totals.o \
 	src/ssl_renegotiate.o \
 	src/stats/preauth.o \
 	src/stats/role_drops.o \
@@ -151,7 +150,7 @@ check-preloaded:
 check-tap:
 	$(prove_installcheck)
 
-# Static analysis: the rooms and their includes (scripts/rooms.sh, which
+# Static analysis: the modules and their includes (scripts/modules.sh, which
 # first checks itself on planted breakage), then cppcheck and clang-tidy,
 # which must be silent on our C.
 C_SOURCES = $(patsubst %.o,%.c,$(filter %.o,$(OBJS)))
@@ -163,8 +162,8 @@ CONFIGURED_INCLUDES = $(patsubst -I%,-isystem %,$(filter -I%,$(shell $(PG_CONFIG
 # one per CPU)
 LINT_JOBS ?= 1
 lint: check-sql-frozen shellcheck indent-check $(filter %.o,$(OBJS))
-	bash $(srcdir)/scripts/rooms.sh --self-test
-	bash $(srcdir)/scripts/rooms.sh $(filter %.o,$(OBJS))
+	bash $(srcdir)/scripts/modules.sh --self-test
+	bash $(srcdir)/scripts/modules.sh $(filter %.o,$(OBJS))
 	cppcheck -j $(LINT_JOBS) --error-exitcode=1 --enable=warning,performance,portability \
 		--std=c99 --quiet --inline-suppr --suppress=missingIncludeSystem --suppress=toomanyconfigs \
 		--suppress='*:$(includedir_server)/*' \

@@ -97,7 +97,7 @@ sslr_count_received_bytes(int64 bytes, bool early)
 	stats->bytes_under_key[SSLR_RECEIVED] += bytes;
 	sslr_rbio_counted += (uint64) bytes;
 	if (early)
-		sslr_count_early(SSLR_RECEIVED, bytes, 0);
+		sslr_slot_add_early(SSLR_RECEIVED, bytes, 0);
 }
 
 /* After authentication: count what the read BIO read since last time. */
@@ -134,7 +134,7 @@ sslr_count_record(SSL *ssl, SslrDirection dir, int64 wire_bytes)
 	{
 		if (unlikely(stats->bytes_under_key[dir] >= sslr_attention_bytes[dir] ||
 					 stats->records_under_key[dir] >= sslr_attention_records[dir]))
-			sslr_receive_attention(ssl);
+			sslr_policy_receive_attention(ssl);
 	}
 	else if (unlikely(stats->records_under_key[dir] >= sslr_attention_records[dir]))
 		sslr_attention_bytes[dir] = 0;
@@ -156,7 +156,7 @@ sslr_handle_message(int write_p, int content_type, const void *buf, size_t len,
 					SSLR_RECORD_HEADER_LEN + ((p[3] << 8) | p[4]) : 0;
 
 				if (early)
-					sslr_count_early(dir, wire_bytes, 1);
+					sslr_slot_add_early(dir, wire_bytes, 1);
 				else
 				{
 					if (!write_p)
@@ -168,7 +168,7 @@ sslr_handle_message(int write_p, int content_type, const void *buf, size_t len,
 						sslr_catch_up_received();
 					if (unlikely((int64) pg_atomic_read_u64(sslr_my_requests) !=
 								 sslr_my_slot->stats.requests_seen))
-						sslr_rekey_requested(ssl);
+						sslr_policy_rekey_requested(ssl);
 				}
 				sslr_count_record(ssl, dir, wire_bytes);
 			}
@@ -178,9 +178,9 @@ sslr_handle_message(int write_p, int content_type, const void *buf, size_t len,
 			if (len < 1)
 				break;
 			if (p[0] == SSL3_MT_KEY_UPDATE)
-				sslr_key_rotated(ssl, dir);
+				sslr_policy_key_rotated(ssl, dir);
 			else
-				sslr_handshake_message(write_p, p[0]);
+				sslr_policy_handshake_message(write_p, p[0]);
 			break;
 
 		case SSL3_RT_ALERT:
@@ -188,7 +188,7 @@ sslr_handle_message(int write_p, int content_type, const void *buf, size_t len,
 			{
 				sslr_renegotiation_alert(write_p, p[0], p[1]);
 				if (!write_p && p[0] == SSL3_AL_FATAL)
-					sslr_peer_ended(p[1]);
+					sslr_policy_peer_ended(p[1]);
 			}
 			break;
 
@@ -199,7 +199,7 @@ sslr_handle_message(int write_p, int content_type, const void *buf, size_t len,
 				/* what our record carries: data ends a run of updates */
 				if (len >= 1 && p[0] == SSL3_RT_APPLICATION_DATA &&
 					unlikely(sslr_sent_updates_in_row != 0))
-					sslr_application_data_sent();
+					sslr_policy_data_sent();
 			}
 			else if (!early && sslr_rbio_behind)
 				sslr_catch_up_received();
@@ -310,7 +310,7 @@ sslr_accounting_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unus
  * callback is registered after totals.c's, so it runs before it.
  */
 void
-sslr_accounting_attached(SSL *ssl)
+sslr_accounting_attach(SSL *ssl)
 {
 	SSL_set_msg_callback(ssl, sslr_msg_callback);
 	if (sslr_rbio == NULL || sslr_rbio != SSL_get_rbio(ssl))

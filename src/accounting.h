@@ -13,6 +13,6 @@
 #include <openssl/ssl.h>
 
 extern void sslr_accounting_init(void);
-extern void sslr_accounting_attached(SSL *ssl);
+extern void sslr_accounting_attach(SSL *ssl);
 
 #endif							/* SSLR_ACCOUNTING_H */

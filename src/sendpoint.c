@@ -27,7 +27,7 @@
  *	- A safe point processes no interrupt (no CHECK_FOR_INTERRUPTS, not
  *	  even in a wait): PostgreSQL's own write path below handles a
  *	  termination as it always does, and a cancel or statement_timeout
- *	  waits for its next CHECK_FOR_INTERRUPTS (see handshake.c).
+ *	  waits for its next CHECK_FOR_INTERRUPTS (see renegotiation.c).
  *	- What sends nothing (is_send_pending) is left as it was; comm_reset,
  *	  which PostgreSQL's error recovery calls after disarming every timeout,
  *	  is reported to interval.c.
@@ -167,7 +167,7 @@ sslr_comm_reset(void)
 
 /* The connection is authenticated: wrap what PostgreSQL sends through. */
 void
-sslr_sendpoint_install(void)
+sslr_sendpoint_attach(void)
 {
 	SslrSendPointState *sp = &sslr_sendpoint;
 

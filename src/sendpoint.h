@@ -10,6 +10,6 @@
 #ifndef SSLR_SENDPOINT_H
 #define SSLR_SENDPOINT_H
 
-extern void sslr_sendpoint_install(void);
+extern void sslr_sendpoint_attach(void);
 
 #endif							/* SSLR_SENDPOINT_H */

@@ -1,26 +1,31 @@
 /*-------------------------------------------------------------------------
  *
  * sql_api.c
- *	  SQL-callable functions: the rows behind the activity view, the
- *	  request for new keys, accessors for the current session, and the
- *	  visibility rule the totals' functions (sql_totals.c) share.
+ *	  The SQL-callable functions: the rows behind the activity view, the
+ *	  request for new keys, accessors for the current session, the totals
+ *	  (the cluster's, those per database and role) and their resets, and
+ *	  the visibility rule they all follow.
  *
  * Visibility follows pg_stat_activity: every TLS backend is listed with its
  * pid, but its counters are NULL unless the caller has pg_read_all_stats or
  * the privileges of the backend's role.  The same rule holds for traffic
- * after the session: one role's is for those with its privileges, every
- * role's summed for pg_read_all_stats (sql_totals.c; docs/reference.md,
- * "Who sees what").
+ * after the session: other roles' traffic, live or exited, one session or
+ * summed, is for pg_read_all_stats only (docs/reference.md, "Who sees
+ * what").  So the cluster totals, which sum every role's sessions and
+ * those that never authenticated, show their counters to
+ * pg_read_all_stats only (NULL to anyone else), and the rows per database
+ * and role are those of the roles whose privileges the caller has
+ * (sslr_may_see), and whose role and database still exist (role_drops.c).
  *
  * The limits in force (1.2's last columns) are what each backend published
  * in its slot, since no backend can read another's settings (key_limits.c).
  *
  * Reading other backends' state, this file takes no lock of its own:
- * slots are copied with their change-count protocol (sslr_read_slot, which
- * backs off holding no lock), and
- * a request is counted under the extension's LWLock held shared
- * (slots.c).  This session's own slot is read as it is: only this backend
- * writes it.
+ * slots are copied with their change-count protocol (sslr_slots_read, which
+ * backs off holding no lock), and a request is counted under the
+ * extension's LWLock held shared (slots.c); totals are read without a lock
+ * that a login or an exit needs (totals.c, role_totals.c).  This session's
+ * own slot is read as it is: only this backend writes it.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -41,8 +46,10 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
-#include "sql_api.h"
+#include "stats/role_drops.h"
+#include "stats/role_totals.h"
 #include "stats/slots.h"
+#include "stats/totals.h"
 
 PG_FUNCTION_INFO_V1(ssl_renegotiate_activity_1_0);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_activity_1_1);
@@ -55,6 +62,11 @@ PG_FUNCTION_INFO_V1(ssl_renegotiate_records_sent);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_records_received);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_rekeys_sent);
 PG_FUNCTION_INFO_V1(ssl_renegotiate_rekeys_received);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_totals_1_0);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_reset_1_0);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_database_role_totals_1_2);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_database_role_totals_info_1_2);
+PG_FUNCTION_INFO_V1(ssl_renegotiate_reset_database_role_totals_1_2);
 
 /*
  * The SQL objects of each version call the C function of that version:
@@ -79,7 +91,8 @@ static const int sslr_activity_cols[] = {
 	[SSLR_API_V1_2] = SSLR_ACTIVITY_COLS_V1_2
 };
 
-void
+/* ERROR unless loaded by shared_preload_libraries */
+static void
 sslr_require_preload(void)
 {
 	if (!sslr_slots_ready())
@@ -89,19 +102,21 @@ sslr_require_preload(void)
 				 errhint("Add ssl_renegotiate to shared_preload_libraries in postgresql.conf and restart the server.")));
 }
 
-bool
+/* May the caller see every role's traffic (pg_read_all_stats)? */
+static bool
 sslr_may_see_all(void)
 {
 	return has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 }
 
-bool
+/* May the caller see the traffic of this role's sessions? */
+static bool
 sslr_may_see(Oid userid)
 {
 	return sslr_may_see_all() || has_privs_of_role(GetUserId(), userid);
 }
 
-double
+static double
 sslr_us_to_ms(int64 us)
 {
 	return us / 1000.0;
@@ -196,7 +211,7 @@ sslr_activity(FunctionCallInfo fcinfo, SslrApiVersion version, int only_pid)
 		const SslrConnStats *s = &slot.stats;
 		int			c = 0;
 
-		sslr_read_slot(i, &slot);
+		sslr_slots_read(i, &slot);
 		if (slot.pid == 0 || (only_pid != 0 && slot.pid != only_pid))
 			continue;
 
@@ -238,7 +253,7 @@ sslr_activity(FunctionCallInfo fcinfo, SslrApiVersion version, int only_pid)
 		values[c++] = Int64GetDatum(s->records_under_key[SSLR_RECEIVED]);
 		if (version >= SSLR_API_V1_1)
 		{
-			int64		requests = sslr_read_requests(i);
+			int64		requests = sslr_slots_read_requests(i);
 
 			if (s->record_limit != SSLR_NO_LIMIT)
 				values[c++] = Int64GetDatum(s->record_limit);
@@ -318,7 +333,7 @@ ssl_renegotiate_activity_1_3(PG_FUNCTION_ARGS)
 		Datum		values[SSLR_ACTIVITY_1_3_COLS];
 		bool		nulls[SSLR_ACTIVITY_1_3_COLS] = {0};
 
-		sslr_read_slot(i, &slot);
+		sslr_slots_read(i, &slot);
 		if (slot.pid == 0 || (only_pid != 0 && slot.pid != only_pid))
 			continue;
 		values[0] = Int32GetDatum(slot.pid);
@@ -366,7 +381,7 @@ ssl_renegotiate_rekey_1_1(PG_FUNCTION_ARGS)
 				 errdetail("Only roles with privileges of the role whose process it is, or of the \"%s\" role, may rotate its keys.",
 						   "pg_signal_backend")));
 
-	if (!sslr_request_rekey(pid))
+	if (!sslr_slots_request_rekey(pid))
 	{
 		ereport(WARNING,
 				(errmsg("PID %d is not a backend on a TLS connection", pid),
@@ -405,3 +420,126 @@ SSLR_SESSION_ACCESSOR(ssl_renegotiate_records_sent, s->tally.records[SSLR_SENT])
 SSLR_SESSION_ACCESSOR(ssl_renegotiate_records_received, s->tally.records[SSLR_RECEIVED])
 SSLR_SESSION_ACCESSOR(ssl_renegotiate_rekeys_sent, s->tally.rekeys[SSLR_SENT])
 SSLR_SESSION_ACCESSOR(ssl_renegotiate_rekeys_received, s->tally.rekeys[SSLR_RECEIVED])
+
+#define SSLR_TOTALS_COLS 13
+#define SSLR_ROLE_TOTALS_COLS (2 + SSLR_TOTALS_COLS)
+
+/* The SSLR_TOTALS_COLS columns of the totals, connections to stats_reset. */
+static void
+sslr_put_totals(Datum *values, int64 connections, const SslrTally *t,
+				TimestampTz stats_reset)
+{
+	int			c = 0;
+
+	values[c++] = Int64GetDatum(connections);
+	values[c++] = Int64GetDatum(t->bytes[SSLR_SENT]);
+	values[c++] = Int64GetDatum(t->bytes[SSLR_RECEIVED]);
+	values[c++] = Int64GetDatum(t->records[SSLR_SENT]);
+	values[c++] = Int64GetDatum(t->records[SSLR_RECEIVED]);
+	values[c++] = Int64GetDatum(t->rekeys[SSLR_SENT]);
+	values[c++] = Int64GetDatum(t->rekeys[SSLR_RECEIVED]);
+	values[c++] = Int64GetDatum(t->rekey_failures);
+	values[c++] = Float8GetDatum(sslr_us_to_ms(t->rekey_time_us));
+	values[c++] = Int64GetDatum(t->rekeys_skipped);
+	values[c++] = Int64GetDatum(t->peer_renegotiations_refused);
+	values[c++] = Int64GetDatum(t->terminations);
+	values[c++] = TimestampTzGetDatum(stats_reset);
+	Assert(c == SSLR_TOTALS_COLS);
+}
+
+Datum
+ssl_renegotiate_totals_1_0(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	SslrTotals	totals;
+	Datum		values[SSLR_TOTALS_COLS];
+	bool		nulls[SSLR_TOTALS_COLS] = {0};
+
+	sslr_require_preload();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	sslr_totals_read(&totals);
+	sslr_put_totals(values, totals.connections, &totals.tally, totals.stats_reset);
+	if (!sslr_may_see_all())
+	{
+		/* every counter NULL: only the time of the last reset is shown */
+		for (int c = 0; c < SSLR_TOTALS_COLS - 1; c++)
+			nulls[c] = true;
+	}
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+Datum
+ssl_renegotiate_reset_1_0(PG_FUNCTION_ARGS pg_attribute_unused())
+{
+	sslr_require_preload();
+	sslr_totals_reset();
+	PG_RETURN_VOID();
+}
+
+/*
+ * A row is shown if its role and database exist (a dropped one's rows are
+ * purged, role_drops.c) and the caller may see that role's traffic.
+ */
+static bool
+sslr_row_shown(const SslrRoleKey *key)
+{
+	return sslr_role_drops_pair_alive(key) && sslr_may_see(key->userid);
+}
+
+/* One row per (database, role), for those who may see that role's. */
+Datum
+ssl_renegotiate_database_role_totals_1_2(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	SslrRoleEntry *rows;
+	int			nrows;
+
+	sslr_require_preload();
+	InitMaterializedSRF(fcinfo, 0);
+	nrows = sslr_read_role_totals(&rows, sslr_row_shown);
+	for (int i = 0; i < nrows; i++)
+	{
+		Datum		values[SSLR_ROLE_TOTALS_COLS];
+		bool		nulls[SSLR_ROLE_TOTALS_COLS] = {0};
+
+		values[0] = ObjectIdGetDatum(rows[i].key.dbid);
+		values[1] = ObjectIdGetDatum(rows[i].key.userid);
+		sslr_put_totals(values + 2, rows[i].connections, &rows[i].tally,
+						rows[i].stats_reset);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+Datum
+ssl_renegotiate_database_role_totals_info_1_2(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	SslrRoleInfo info;
+	Datum		values[2];
+	bool		nulls[2] = {0};
+
+	sslr_require_preload();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	sslr_role_totals_read_info(&info);
+	values[0] = Int64GetDatum(info.evicted);
+	values[1] = TimestampTzGetDatum(info.stats_reset);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* Not strict: a NULL database or role means every one. */
+Datum
+ssl_renegotiate_reset_database_role_totals_1_2(PG_FUNCTION_ARGS)
+{
+	Oid			dbid = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
+	Oid			userid = PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1);
+
+	sslr_require_preload();
+	sslr_role_totals_reset(PG_ARGISNULL(0) ? NULL : &dbid,
+						   PG_ARGISNULL(1) ? NULL : &userid);
+	PG_RETURN_VOID();
+}

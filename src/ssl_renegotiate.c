@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * ssl_renegotiate.c
- *	  Module start-up: settings, and the hooks that connect the rooms.
+ *	  Module start-up: settings, and the hooks that connect the modules.
  *
  * ssl_renegotiate accounts every TLS byte and record of every connection,
  * in both directions, and rotates the keys of a connection symmetrically
@@ -29,7 +29,7 @@
  * and, with OpenSSL, an ex_data index whose "new" function puts the record
  * callback on every connection (accounting.c).  The settings are defined,
  * and checked, in setting_checks.c; their variables are in settings.c,
- * below every room that reads them.
+ * below every module that reads them.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -110,9 +110,9 @@ sslr_client_authentication_hook(Port *port, int status)
 	if (port->ssl_in_use && port->ssl != NULL)
 	{
 		sslr_totals_attach(port);
-		sslr_accounting_attached(port->ssl);
-		sslr_rekey_start(port);
-		sslr_sendpoint_install();
+		sslr_accounting_attach(port->ssl);
+		sslr_policy_attach(port);
+		sslr_sendpoint_attach();
 	}
 }
 

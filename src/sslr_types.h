@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * sslr_types.h
- *	  The ground every room of ssl_renegotiate stands on: the types and
- *	  constants more than one room shares.
+ *	  The common types of ssl_renegotiate: the types and constants more
+ *	  than one module shares.
  *
- * Nothing here belongs to a room, and nothing here calls one: a room's own
+ * Nothing here belongs to a module, and nothing here calls one: a module's own
  * types and entry points are in the header named after it.
- * docs/internals.md draws the rooms and their includes.
+ * docs/internals.md draws the modules and their includes.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *

@@ -1,13 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * thresholds.h
- *	  What the hot paths compare with, and how any room asks for a safe
+ *	  What the hot paths compare with, and how any module asks for a safe
  *	  point.
  *
  * The record callback (accounting.c) and the send points (sendpoint.c)
  * compare the bytes and records under the current key with these numbers,
  * and do nothing else unless a comparison fires.  policy.c computes them;
- * any room may zero one to be looked at sooner, which is all that
+ * any module may zero one to be looked at sooner, which is all that
  * sslr_want_safe_point does.  SSLR_NO_LIMIT means never.  The send side
  * compares bytes only: its record limit is checked by the record callback,
  * which then zeroes the byte threshold.

@@ -1,38 +1,32 @@
 /*-------------------------------------------------------------------------
  *
  * ending.c
- *	  Ending a connection at a limit, and the log lines that must wait for
- *	  a safe point.
+ *	  Ending a connection at a limit.
  *
  * A limit reached at a send point ends the connection at once, with a
- * FATAL that says why (sslr_terminate).  One reached on the inbound record
- * path, inside SSL_read, can neither ereport nor block: the TLS connection
- * is marked as shut down by the peer (a flag), so OpenSSL processes nothing
- * more of what is waiting and the read reports end of connection, and the
- * connection is marked lost, so that the next CHECK_FOR_INTERRUPTS ends
- * the backend before it runs anything more (sslr_defer_termination).
- * PostgreSQL then ends it as if the client had gone; the lines it logs
- * about that lost client (SQLSTATE class 08: "unexpected EOF", "connection
- * to client lost", "protocol synchronization was lost") are left out of
- * the server log (sslr_ending_hides, from emit_log_hook), and nothing it
- * sends reaches the client (sendpoint.c).  The reason is said at exit: by
- * policy.c's exit callback once the connection is authenticated, as a FATAL
- * for hard_limit, sent to the client too, under the current key and
- * without blocking, unless our own key is past its limit or in a handshake
- * (ereport(FATAL) from a before_shmem_exit callback: PostgreSQL runs the
- * remaining callbacks and exits); before authentication, as a LOG, by an
- * exit handler registered once at start-up (sslr_ending_init), since
- * nothing may be registered inside OpenSSL.
- *
- * Rotations are logged (ssl_renegotiate.log_rekeys) from a queue filled
- * inside OpenSSL's callbacks and written at the next safe point or at exit.
- * What our own rotations cost is measured here too (sslr_rotation_cost_*),
- * once, for both rekey_time and the rotation's log line.
+ * FATAL that says why (sslr_ending_terminate).  One reached on the inbound
+ * record path, inside SSL_read, can neither ereport nor block: the TLS
+ * connection is marked as shut down by the peer (a flag), so OpenSSL
+ * processes nothing more of what is waiting and the read reports end of
+ * connection, and the connection is marked lost, so that the next
+ * CHECK_FOR_INTERRUPTS ends the backend before it runs anything more
+ * (sslr_ending_defer).  PostgreSQL then ends it as if the client had gone;
+ * the lines it logs about that lost client (SQLSTATE class 08: "unexpected
+ * EOF", "connection to client lost", "protocol synchronization was lost")
+ * are left out of the server log (sslr_ending_hides, from emit_log_hook),
+ * and nothing it sends reaches the client (sendpoint.c).  The reason is
+ * said at exit: by policy.c's exit callback once the connection is
+ * authenticated, as a FATAL for hard_limit, sent to the client too, under
+ * the current key and without blocking, unless our own key is past its
+ * limit or in a handshake (ereport(FATAL) from a before_shmem_exit
+ * callback: PostgreSQL runs the remaining callbacks and exits); before
+ * authentication, as a LOG, by an exit handler registered once at
+ * start-up (sslr_ending_init), since nothing may be registered inside
+ * OpenSSL.
  *
  * Invariants:
- *	- Called inside OpenSSL's callbacks, these functions only set flags
- *	  and fill the fixed-size queue: no ereport, no allocation, nothing
- *	  registered.
+ *	- Called inside OpenSSL's callbacks, sslr_ending_defer only sets
+ *	  flags: no ereport, no allocation, nothing registered.
  *	- A connection is ended once; what is decided after that is ignored.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
@@ -62,41 +56,17 @@
 #include "stats/slots.h"
 #include "thresholds.h"
 
-/* what the inbound path decided and could not do */
-#define SSLR_LOG_QUEUE 16
-
 /* after the FATAL: how long what the client still sends is read away */
 #define SSLR_LINGER_MS		3000	/* in all */
 #define SSLR_LINGER_QUIET_MS 1000	/* once it sends nothing */
-
-typedef struct SslrRekeyLog
-{
-	SslrDirection dir;
-	bool		peer_initiated;
-	int64		bytes_under_old_key;
-	int64		duration_us;
-} SslrRekeyLog;
-
-/* where the cost of the section being measured goes */
-#define SSLR_COST_CARRY		(-1)	/* to the next line of our sending key */
-#define SSLR_COST_UNLOGGED	(-2)	/* its line was not queued */
 
 typedef struct SslrEndingState
 {
 	bool		attached;		/* policy.c's exit callback calls ours */
 	bool		client_dest;	/* errors went to the client at attach */
 	bool		hiding;			/* PostgreSQL's lost-client lines: see header */
-	/* our own rotation being measured, and what is not yet in a line */
-	bool		measuring;
-	instr_time	cost_start;
-	int64		cost_carried_us;
-	int			cost_target;	/* a queue index, or SSLR_COST_* */
-	SslrRekeyLog log_queue[SSLR_LOG_QUEUE];
-	int			log_queued;
-	int64		log_dropped;
-	bool		skipped_pending;	/* "carry on" to be logged */
-	bool		request_log_pending;	/* an operator request, to be logged */
-	SslrEndReason deferred;
+	SslrEndReason deferred;		/* what the inbound path decided and could not
+								 * do */
 	int64		deferred_amount;
 } SslrEndingState;
 
@@ -171,7 +141,7 @@ sslr_end_connection(SSL *ssl)
  * the reason (with amount: bytes, or key updates) for the log at exit.
  */
 void
-sslr_defer_termination(SSL *ssl, SslrEndReason reason, int64 amount)
+sslr_ending_defer(SSL *ssl, SslrEndReason reason, int64 amount)
 {
 	SslrEndingState *ending = &sslr_ending;
 
@@ -179,7 +149,7 @@ sslr_defer_termination(SSL *ssl, SslrEndReason reason, int64 amount)
 		return;
 	ending->deferred = reason;
 	ending->deferred_amount = amount;
-	sslr_count(&sslr_my_slot->stats.tally.terminations, 1);
+	sslr_slot_add(&sslr_my_slot->stats.tally.terminations, 1);
 	sslr_end_connection(ssl);
 }
 
@@ -216,9 +186,9 @@ sslr_fatal(SslrDirection dir, SslrEndReason reason, int64 bytes)
 
 /* End the connection from a safe point, with the reason. */
 void
-sslr_terminate(SslrDirection dir, SslrEndReason reason)
+sslr_ending_terminate(SslrDirection dir, SslrEndReason reason)
 {
-	sslr_count(&sslr_my_slot->stats.tally.terminations, 1);
+	sslr_slot_add(&sslr_my_slot->stats.tally.terminations, 1);
 	sslr_fatal(dir, reason, sslr_my_slot->stats.bytes_under_key[dir]);
 }
 
@@ -233,175 +203,6 @@ sslr_ending_hides(const ErrorData *edata)
 {
 	return sslr_ending.hiding &&
 		ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_CONNECTION_EXCEPTION;
-}
-
-/* A TLS 1.2 limit where policy says carry on: count it, say it once. */
-void
-sslr_limit_skipped(void)
-{
-	sslr_ending.skipped_pending = true;
-	sslr_want_safe_point();
-	sslr_count(&sslr_my_slot->stats.tally.rekeys_skipped, 1);
-}
-
-/* An operator request was picked up: say so at the next safe point. */
-void
-sslr_queue_request_log(void)
-{
-	if (!sslr_log_rekeys)
-		return;
-	sslr_ending.request_log_pending = true;
-	sslr_want_safe_point();
-}
-
-/*
- * One direction's key changed: queue its log line.  For the client's key,
- * duration_us is the time from our request to its answer; for ours, the
- * line takes what sslr_rotation_cost_* measured of this rotation.
- */
-void
-sslr_queue_rekey_log(SslrDirection dir, bool peer_initiated, int64 bytes,
-					 int64 duration_us)
-{
-	SslrEndingState *ending = &sslr_ending;
-	SslrRekeyLog *entry;
-	int			target = SSLR_COST_UNLOGGED;
-
-	if (dir == SSLR_SENT)
-	{
-		duration_us = ending->cost_carried_us;
-		ending->cost_carried_us = 0;
-	}
-	if (sslr_log_rekeys && ending->log_queued >= SSLR_LOG_QUEUE)
-		ending->log_dropped++;
-	else if (sslr_log_rekeys)
-	{
-		target = ending->log_queued++;
-		entry = &ending->log_queue[target];
-		entry->dir = dir;
-		entry->peer_initiated = peer_initiated;
-		entry->bytes_under_old_key = bytes;
-		entry->duration_us = duration_us;
-		sslr_want_safe_point();
-	}
-	/* the rest of the section being measured is this line's */
-	if (dir == SSLR_SENT && ending->measuring)
-		ending->cost_target = target;
-}
-
-/*
- * Around each call that performs a rotation of ours (keyupdate.c,
- * renegotiation.c, handshake.c): the time in between is counted in
- * rekey_time and goes to the log line of the rotation it belongs to, the
- * one whose key changed during the section or, if none did yet (a
- * renegotiation waits for the client across send points, a KeyUpdate may
- * go out with a later write), the next one.  So the "in X ms" of the
- * lines add up to rekey_time, but for attempts that never completed.
- * Sections do not nest.
- */
-void
-sslr_rotation_cost_begin(void)
-{
-	SslrEndingState *ending = &sslr_ending;
-
-	Assert(!ending->measuring);
-	ending->measuring = true;
-	ending->cost_target = SSLR_COST_CARRY;
-	INSTR_TIME_SET_CURRENT(ending->cost_start);
-}
-
-void
-sslr_rotation_cost_end(void)
-{
-	SslrEndingState *ending = &sslr_ending;
-	instr_time	elapsed;
-	int64		us;
-
-	INSTR_TIME_SET_CURRENT(elapsed);
-	INSTR_TIME_SUBTRACT(elapsed, ending->cost_start);
-	us = INSTR_TIME_GET_MICROSEC(elapsed);
-	ending->measuring = false;
-
-	sslr_count(&sslr_my_slot->stats.tally.rekey_time_us, us);
-	if (ending->cost_target == SSLR_COST_CARRY)
-		ending->cost_carried_us += us;
-	else if (ending->cost_target >= 0)
-		ending->log_queue[ending->cost_target].duration_us += us;
-}
-
-static void
-sslr_flush_rekey_logs(void)
-{
-	SslrEndingState *ending = &sslr_ending;
-
-	for (int i = 0; i < ending->log_queued; i++)
-	{
-		SslrRekeyLog *entry = &ending->log_queue[i];
-
-		if (entry->dir == SSLR_SENT)
-			ereport(LOG_SERVER_ONLY,
-					(errmsg("ssl_renegotiate: rotated the sending key of pid %d after %lld bytes in %.3f ms",
-							MyProcPid, (long long) entry->bytes_under_old_key,
-							entry->duration_us / 1000.0),
-					 errhidestmt(true), errhidecontext(true)));
-		else
-			ereport(LOG_SERVER_ONLY,
-					(errmsg("ssl_renegotiate: client of pid %d rotated its sending key after %lld bytes%s, %.3f ms after the request",
-							MyProcPid, (long long) entry->bytes_under_old_key,
-							entry->peer_initiated ? " (unrequested)" : "",
-							entry->duration_us / 1000.0),
-					 errhidestmt(true), errhidecontext(true)));
-	}
-	if (ending->log_dropped > 0)
-		ereport(LOG_SERVER_ONLY,
-				(errmsg("ssl_renegotiate: %lld more rekeys of pid %d were not logged",
-						(long long) ending->log_dropped, MyProcPid),
-				 errhidestmt(true), errhidecontext(true)));
-	ending->log_queued = 0;
-	ending->log_dropped = 0;
-	if (ending->cost_target >= 0)
-		ending->cost_target = SSLR_COST_UNLOGGED;
-}
-
-static void
-sslr_log_skipped(void)
-{
-	if (sslr_tls12_policy == SSLR_TLS12_RENEGOTIATE)
-		ereport(LOG_SERVER_ONLY,
-				(errmsg("ssl_renegotiate: TLS 1.2 walsender of pid %d reached ssl_renegotiate.byte_limit and goes on under its current keys",
-						MyProcPid),
-				 errdetail("A walsender is never renegotiated: it writes without blocking, and OpenSSL cannot renegotiate across a pending write; this is logged once per connection."),
-				 errhint("Use TLS 1.3 for replication connections, or set ssl_renegotiate.tls12 to \"terminate\"."),
-				 errhidestmt(true), errhidecontext(true)));
-	else
-		ereport(LOG_SERVER_ONLY,
-				(errmsg("ssl_renegotiate: TLS 1.2 connection of pid %d reached ssl_renegotiate.byte_limit and goes on under its current keys",
-						MyProcPid),
-				 errdetail("ssl_renegotiate.tls12 is \"warn\"; this is logged once per connection."),
-				 errhidestmt(true), errhidecontext(true)));
-}
-
-/* At a safe point: write what the callbacks queued. */
-void
-sslr_ending_safe_point(void)
-{
-	SslrEndingState *ending = &sslr_ending;
-
-	if (ending->log_queued > 0 || ending->log_dropped > 0)
-		sslr_flush_rekey_logs();
-	if (ending->skipped_pending)
-	{
-		ending->skipped_pending = false;
-		sslr_log_skipped();
-	}
-	if (ending->request_log_pending)
-	{
-		ending->request_log_pending = false;
-		ereport(LOG_SERVER_ONLY,
-				(errmsg("ssl_renegotiate: pid %d was asked to rotate its keys (request %lld)",
-						MyProcPid, (long long) sslr_my_slot->stats.requests_seen),
-				 errhidestmt(true), errhidecontext(true)));
-	}
 }
 
 /* Say why the inbound path ended the connection, if it did. */
@@ -486,8 +287,6 @@ sslr_ending_at_exit(bool may_send)
 	SslrEndingState *ending = &sslr_ending;
 	int64		bytes = ending->deferred_amount;
 
-	if (ending->log_queued > 0 || ending->log_dropped > 0)
-		sslr_flush_rekey_logs();
 	if (ending->deferred != SSLR_END_HARD_LIMIT)
 	{
 		ending->hiding = false; /* the LOG may be of class 08 */

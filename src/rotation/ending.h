@@ -1,8 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * ending.h
- *	  Ending a connection at a limit, and the log lines that wait for a
- *	  safe point.
+ *	  Ending a connection at a limit.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -27,15 +26,8 @@ typedef enum SslrEndReason
 
 extern void sslr_ending_init(void);
 extern void sslr_ending_setup(void);
-extern void sslr_defer_termination(SSL *ssl, SslrEndReason reason, int64 amount);
-extern void sslr_terminate(SslrDirection dir, SslrEndReason reason);
-extern void sslr_limit_skipped(void);
-extern void sslr_queue_request_log(void);
-extern void sslr_queue_rekey_log(SslrDirection dir, bool peer_initiated,
-								 int64 bytes, int64 duration_us);
-extern void sslr_rotation_cost_begin(void);
-extern void sslr_rotation_cost_end(void);
-extern void sslr_ending_safe_point(void);
+extern void sslr_ending_defer(SSL *ssl, SslrEndReason reason, int64 amount);
+extern void sslr_ending_terminate(SslrDirection dir, SslrEndReason reason);
 extern bool sslr_ending_hides(const ErrorData *edata);
 extern void sslr_ending_at_exit(bool may_send);
 

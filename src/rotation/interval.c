@@ -17,7 +17,7 @@
  * still rotates at its first record after the interval.
  *
  * The same clocks tell policy.c whether a rotation due now keeps
- * ssl_renegotiate.min_rekey_gap (sslr_gap_wait_us).
+ * ssl_renegotiate.min_rekey_gap (sslr_interval_gap_wait_us).
  *
  * Invariants:
  *	- The handler runs in a signal handler: flags and thresholds only.
@@ -53,7 +53,7 @@ static bool sslr_expired[SSLR_NDIRECTIONS];
 static TimestampTz sslr_key_since[SSLR_NDIRECTIONS];
 
 /* Whether a direction's key has changed since the handshake. */
-static bool sslr_key_rotated[SSLR_NDIRECTIONS];
+static bool sslr_policy_key_rotated[SSLR_NDIRECTIONS];
 
 /* the clocks were looked at since the timer was last armed */
 static bool sslr_rearm = false;
@@ -100,7 +100,7 @@ void
 sslr_interval_key_changed(SslrDirection dir, TimestampTz now)
 {
 	sslr_key_since[dir] = now;
-	sslr_key_rotated[dir] = true;
+	sslr_policy_key_rotated[dir] = true;
 	sslr_expired[dir] = false;
 	if (sslr_interval_ms() > 0)
 	{
@@ -217,11 +217,11 @@ sslr_interval_wake_at(TimestampTz when)
  * Read the clock only: the inbound path calls them inside OpenSSL.
  */
 int64
-sslr_gap_wait_us(SslrDirection dir, TimestampTz now)
+sslr_interval_gap_wait_us(SslrDirection dir, TimestampTz now)
 {
 	TimestampTz ends;
 
-	if (!sslr_key_rotated[dir])
+	if (!sslr_policy_key_rotated[dir])
 		return 0;
 	ends = TimestampTzPlusMilliseconds(sslr_key_since[dir], sslr_min_rekey_gap_ms());
 
@@ -229,7 +229,7 @@ sslr_gap_wait_us(SslrDirection dir, TimestampTz now)
 }
 
 int64
-sslr_key_age_us(SslrDirection dir, TimestampTz now)
+sslr_interval_key_age_us(SslrDirection dir, TimestampTz now)
 {
 	return Max(now - sslr_key_since[dir], 0);
 }

@@ -24,8 +24,8 @@ extern void sslr_interval_arm(void);
 extern bool sslr_interval_expired(SslrDirection dir);
 extern void sslr_interval_recheck(void);
 extern void sslr_interval_comm_reset(void);
-extern int64 sslr_gap_wait_us(SslrDirection dir, TimestampTz now);
-extern int64 sslr_key_age_us(SslrDirection dir, TimestampTz now);
+extern int64 sslr_interval_gap_wait_us(SslrDirection dir, TimestampTz now);
+extern int64 sslr_interval_key_age_us(SslrDirection dir, TimestampTz now);
 extern void sslr_interval_wake_at(TimestampTz when);
 
 #endif							/* SSLR_INTERVAL_H */

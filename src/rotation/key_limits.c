@@ -266,5 +266,5 @@ sslr_limits_publish_changed(void)
 	limits.hard_limit = sslr_hard_limit_bytes();
 	limits.interval_ms = sslr_interval_ms();
 	limits.tls12 = sslr_tls12_action();
-	sslr_publish_limits(&limits);
+	sslr_slot_publish_limits(&limits);
 }

@@ -25,7 +25,7 @@
  *	  ERR_pop_to_mark around every call).
  *	- Nothing here blocks, allocates or ereports: the request runs inside
  *	  SSL_read, and the rest is counted and returned to policy.c.  What our
- *	  own KeyUpdate costs is measured by ending.c (sslr_rotation_cost_*),
+ *	  own KeyUpdate costs is measured by rekey_log.c (sslr_rekey_log_cost_*),
  *	  for rekey_time and its log line alike.
  *	- The state below is this backend's own; what policy.c needs of it (the
  *	  lag, the count of unasked updates) it gets by asking.
@@ -43,7 +43,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "rotation/ending.h"
+#include "rotation/rekey_log.h"
 #include "rotation/key_limits.h"
 #include "rotation/keyupdate.h"
 #include "settings/settings.h"
@@ -93,7 +93,7 @@ sslr_keyupdate_send(SSL *ssl)
 	unsigned long ecode = 0;
 	int			ok;
 
-	sslr_rotation_cost_begin();
+	sslr_rekey_log_cost_begin();
 	ERR_set_mark();
 	ok = SSL_key_update(ssl, SSL_KEY_UPDATE_NOT_REQUESTED);
 	if (ok)
@@ -114,7 +114,7 @@ sslr_keyupdate_send(SSL *ssl)
 	 * the log line of the key that changed meanwhile (or, if the message is
 	 * still queued, to that of the write that sends it).
 	 */
-	sslr_rotation_cost_end();
+	sslr_rekey_log_cost_end();
 	if (ok)
 		return SSLR_ATTEMPT_DONE;
 	return sslr_transient_error(ecode) ? SSLR_ATTEMPT_RETRY : SSLR_ATTEMPT_FAILED;
@@ -137,7 +137,7 @@ sslr_keyupdate_request(SSL *ssl)
 		return sslr_transient_error(ecode) ? SSLR_ATTEMPT_RETRY : SSLR_ATTEMPT_FAILED;
 	sslr_keyupdate.request_at_bytes = sslr_my_slot->stats.tally.bytes[SSLR_RECEIVED];
 	sslr_keyupdate.request_time = GetCurrentTimestamp();
-	sslr_publish_rekey_pending(true);
+	sslr_slot_publish_rekey_pending(true);
 	return SSLR_ATTEMPT_DONE;
 }
 
@@ -151,7 +151,7 @@ sslr_keyupdate_answered(TimestampTz now)
 	SslrKeyUpdateState *ku = &sslr_keyupdate;
 
 	sslr_note_peer_lag(sslr_my_slot->stats.tally.bytes[SSLR_RECEIVED] - ku->request_at_bytes);
-	sslr_publish_rekey_pending(false);
+	sslr_slot_publish_rekey_pending(false);
 	return now - ku->request_time;
 }
 

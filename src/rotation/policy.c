@@ -54,11 +54,11 @@
 #include <openssl/tls1.h>
 
 #include "rotation/ending.h"
-#include "rotation/handshake.h"
 #include "rotation/interval.h"
 #include "rotation/key_limits.h"
 #include "rotation/keyupdate.h"
 #include "rotation/policy.h"
+#include "rotation/rekey_log.h"
 #include "rotation/renegotiation.h"
 #include "settings/settings.h"
 #include "stats/slots.h"
@@ -151,7 +151,7 @@ sslr_hard_limit_for(SslrDirection dir)
 static int64
 sslr_bytes_in(SslrDirection dir, int64 wait_us, TimestampTz now)
 {
-	double		age_us = (double) Max(sslr_key_age_us(dir, now), 1);
+	double		age_us = (double) Max(sslr_interval_key_age_us(dir, now), 1);
 	double		bytes = (double) sslr_my_slot->stats.bytes_under_key[dir] *
 		(double) wait_us / age_us;
 
@@ -186,11 +186,11 @@ sslr_pace(SslrDirection dir)
 	else
 	{
 		now = GetCurrentTimestamp();
-		wait_us = sslr_gap_wait_us(dir, now);
+		wait_us = sslr_interval_gap_wait_us(dir, now);
 		/* a request to the client, and a renegotiation, change ours too */
 		if (dir == SSLR_RECEIVED || !policy->tls13)
-			wait_us = Max(wait_us, Max(sslr_gap_wait_us(SSLR_SENT, now),
-									   sslr_gap_wait_us(SSLR_RECEIVED, now)));
+			wait_us = Max(wait_us, Max(sslr_interval_gap_wait_us(SSLR_SENT, now),
+									   sslr_interval_gap_wait_us(SSLR_RECEIVED, now)));
 		if (wait_us > 0)
 		{
 			pace = SSLR_PACE_GAP;
@@ -322,7 +322,7 @@ sslr_request_carried_out(SslrDirection dir)
 
 	policy->requested[dir] = false;
 	if (!policy->requested[SSLR_SENT] && !policy->requested[SSLR_RECEIVED])
-		sslr_publish_request(sslr_my_slot->stats.requests_seen, false);
+		sslr_slot_publish_request(sslr_my_slot->stats.requests_seen, false);
 }
 
 /* One direction's key changed: retire the old key's counters. */
@@ -332,14 +332,14 @@ sslr_retire_key(SslrDirection dir, TimestampTz now, bool peer_initiated,
 {
 	int64		bytes;
 
-	sslr_count(&sslr_my_slot->stats.tally.rekeys[dir], 1);
-	bytes = sslr_publish_key_retired(dir, now);
+	sslr_slot_add(&sslr_my_slot->stats.tally.rekeys[dir], 1);
+	bytes = sslr_slot_publish_key_retired(dir, now);
 
 	sslr_interval_key_changed(dir, now);
 	sslr_policy.rotation_blocked[dir] = false;
 	sslr_policy.held[dir] = false;
 	sslr_policy.hard_slack[dir] = 0;
-	sslr_queue_rekey_log(dir, peer_initiated, bytes, duration_us);
+	sslr_rekey_log_queue(dir, peer_initiated, bytes, duration_us);
 	if (sslr_policy.requested[dir])
 		sslr_request_carried_out(dir);
 }
@@ -351,7 +351,7 @@ sslr_retire_key(SslrDirection dir, TimestampTz now, bool peer_initiated,
  * is over.
  */
 void
-sslr_key_rotated(SSL *ssl, SslrDirection dir)
+sslr_policy_key_rotated(SSL *ssl, SslrDirection dir)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	int64		duration_us = 0;	/* ours: measured by ending.c */
@@ -363,8 +363,8 @@ sslr_key_rotated(SSL *ssl, SslrDirection dir)
 	{
 		peer_initiated = true;
 		if (!sslr_keyupdate_unasked_allowed(now))
-			sslr_defer_termination(ssl, SSLR_END_KEY_UPDATE_FLOOD,
-								   sslr_keyupdate_unasked());
+			sslr_ending_defer(ssl, SSLR_END_KEY_UPDATE_FLOOD,
+							  sslr_keyupdate_unasked());
 	}
 	else if (dir == SSLR_SENT)
 		sslr_keyupdate_sent(now);
@@ -376,7 +376,7 @@ sslr_key_rotated(SSL *ssl, SslrDirection dir)
 
 /* A handshake message passed: the end of our TLS 1.2 renegotiation? */
 void
-sslr_handshake_message(int write_p, int msg_type)
+sslr_policy_handshake_message(int write_p, int msg_type)
 {
 	TimestampTz now;
 
@@ -390,7 +390,7 @@ sslr_handshake_message(int write_p, int msg_type)
 	sslr_retire_key(SSLR_RECEIVED, now, false,
 					sslr_renegotiation_started_ago(now));
 	sslr_policy.cipher_record_limit = sslr_cipher_limit_for(sslr_policy.ssl);
-	sslr_publish_record_limit(sslr_policy.cipher_record_limit);
+	sslr_slot_publish_record_limit(sslr_policy.cipher_record_limit);
 	sslr_renegotiation_note_cipher();
 	sslr_recompute();
 }
@@ -401,21 +401,21 @@ sslr_handshake_message(int write_p, int msg_type)
  * policy says for this connection.  Flags only: this runs inside OpenSSL.
  */
 void
-sslr_rekey_requested(SSL *ssl pg_attribute_unused())
+sslr_policy_rekey_requested(SSL *ssl pg_attribute_unused())
 {
 	SslrPolicyState *policy = &sslr_policy;
 	int64		requests = (int64) pg_atomic_read_u64(sslr_my_requests);
 
-	sslr_publish_request(requests, true);
-	sslr_queue_request_log();
+	sslr_slot_publish_request(requests, true);
+	sslr_rekey_log_request();
 	if (sslr_policy.ssl == NULL)
 		return;
 
 	if (!policy->tls13 && sslr_tls12_action() == SSLR_TLS12_WARN)
 	{
 		/* the request is answered as a limit would be: carry on */
-		sslr_count(&sslr_my_slot->stats.tally.rekeys_skipped, 1);
-		sslr_publish_request(requests, false);
+		sslr_slot_add(&sslr_my_slot->stats.tally.rekeys_skipped, 1);
+		sslr_slot_publish_request(requests, false);
 		return;
 	}
 	for (int dir = 0; dir < SSLR_NDIRECTIONS; dir++)
@@ -432,7 +432,7 @@ sslr_rekey_requested(SSL *ssl pg_attribute_unused())
  * OpenSSL): the run is over, and a rotation it held may go.
  */
 void
-sslr_application_data_sent(void)
+sslr_policy_data_sent(void)
 {
 	bool		was_held = sslr_sent_updates_in_row >= SSLR_MAX_KEY_UPDATES_IN_ROW;
 
@@ -445,7 +445,7 @@ sslr_application_data_sent(void)
 
 /* The client ended the connection, with a fatal alert (>= 0) or not. */
 void
-sslr_peer_ended(int fatal_alert)
+sslr_policy_peer_ended(int fatal_alert)
 {
 	sslr_keyupdate_peer_ended(fatal_alert);
 }
@@ -454,7 +454,7 @@ sslr_peer_ended(int fatal_alert)
 static void
 sslr_rotation_failed(SslrDirection dir)
 {
-	sslr_count(&sslr_my_slot->stats.tally.rekey_failures, 1);
+	sslr_slot_add(&sslr_my_slot->stats.tally.rekey_failures, 1);
 	sslr_policy.rotation_blocked[dir] = true;
 }
 
@@ -465,7 +465,7 @@ sslr_rotation_failed(SslrDirection dir)
 
 /* Inbound record path: a threshold was crossed, or the policy changed. */
 void
-sslr_receive_attention(SSL *ssl)
+sslr_policy_receive_attention(SSL *ssl)
 {
 	const SslrConnStats *stats = &sslr_my_slot->stats;
 	int64		hard;
@@ -497,18 +497,18 @@ sslr_receive_attention(SSL *ssl)
 		else if (sslr_tls12_action() == SSLR_TLS12_WARN)
 		{
 			sslr_policy.tls12_warned = true;
-			sslr_limit_skipped();
+			sslr_rekey_log_skipped();
 		}
 		else if (sslr_policy.requested[SSLR_RECEIVED])
 			sslr_want_safe_point(); /* end it with a FATAL that says why */
 		else
-			sslr_defer_termination(ssl, SSLR_END_TLS12,
-								   stats->bytes_under_key[SSLR_RECEIVED]);
+			sslr_ending_defer(ssl, SSLR_END_TLS12,
+							  stats->bytes_under_key[SSLR_RECEIVED]);
 	}
 	else if ((hard = sslr_hard_limit_for(SSLR_RECEIVED)) > 0 &&
 			 stats->bytes_under_key[SSLR_RECEIVED] > hard)
-		sslr_defer_termination(ssl, SSLR_END_HARD_LIMIT,
-							   stats->bytes_under_key[SSLR_RECEIVED]);
+		sslr_ending_defer(ssl, SSLR_END_HARD_LIMIT,
+						  stats->bytes_under_key[SSLR_RECEIVED]);
 	sslr_recompute();
 }
 
@@ -519,10 +519,10 @@ sslr_do_safe_point_work(void)
 	sslr_safe_point_work = false;
 	if (sslr_policy.userid_pending)
 	{
-		sslr_policy.userid_pending = !sslr_publish_userid();
+		sslr_policy.userid_pending = !sslr_slot_publish_userid();
 		sslr_safe_point_work |= sslr_policy.userid_pending;
 	}
-	sslr_ending_safe_point();
+	sslr_rekey_log_safe_point();
 	sslr_key_limits_safe_point();
 	sslr_renegotiation_safe_point(sslr_policy.cipher_record_limit);
 }
@@ -561,15 +561,15 @@ sslr_policy_send_point(bool may_block)
 		else if (sslr_tls12_action() == SSLR_TLS12_WARN)
 		{
 			sslr_policy.tls12_warned = true;
-			sslr_limit_skipped();
+			sslr_rekey_log_skipped();
 		}
 		else
-			sslr_terminate(SSLR_SENT, sslr_policy.requested[SSLR_SENT] ?
-						   SSLR_END_TLS12_REQUEST : SSLR_END_TLS12);
+			sslr_ending_terminate(SSLR_SENT, sslr_policy.requested[SSLR_SENT] ?
+								  SSLR_END_TLS12_REQUEST : SSLR_END_TLS12);
 	}
 	else if ((hard = sslr_hard_limit_for(SSLR_SENT)) > 0 &&
 			 stats->bytes_under_key[SSLR_SENT] > hard)
-		sslr_terminate(SSLR_SENT, SSLR_END_HARD_LIMIT);
+		sslr_ending_terminate(SSLR_SENT, SSLR_END_HARD_LIMIT);
 	if (sslr_safe_point_work)
 		sslr_do_safe_point_work();
 
@@ -603,13 +603,14 @@ sslr_policy_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unuse
 
 	sslr_keyupdate_at_exit();
 	sslr_renegotiation_at_exit(sslr_policy.cipher_record_limit);
+	sslr_rekey_log_at_exit();
 	sslr_ending_at_exit(!SSL_in_init(sslr_policy.ssl) &&
 						!(hard > 0 && sslr_my_slot->stats.bytes_under_key[SSLR_SENT] > hard));
 }
 
 /* The connection is authenticated: start enforcing on it. */
 void
-sslr_rekey_start(Port *port)
+sslr_policy_attach(Port *port)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	SslrPolicyState *policy = &sslr_policy;
@@ -622,7 +623,7 @@ sslr_rekey_start(Port *port)
 	sslr_ending_setup();
 	policy->tls13 = SSL_version(port->ssl) >= TLS1_3_VERSION;
 	policy->cipher_record_limit = sslr_cipher_limit_for(port->ssl);
-	sslr_publish_record_limit(policy->cipher_record_limit);
+	sslr_slot_publish_record_limit(policy->cipher_record_limit);
 
 	if (!policy->tls13)
 		sslr_renegotiation_setup(port);

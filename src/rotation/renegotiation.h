@@ -26,5 +26,7 @@ extern void sslr_renegotiation_note_cipher(void);
 extern void sslr_renegotiation_alert(int write_p, int level, int description);
 extern void sslr_renegotiation_safe_point(int64 record_limit);
 extern void sslr_renegotiation_at_exit(int64 record_limit);
+extern void sslr_renegotiation_drive(void);
+extern void sslr_renegotiation_lost_at_exit(void);
 
 #endif							/* SSLR_RENEGOTIATION_H */

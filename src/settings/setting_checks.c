@@ -325,7 +325,7 @@ sslr_check_floor(const SslrLimit *limit, int newval, GucSource source)
 		SslrFileLine line;
 		double		typed;
 
-		if (sslr_file_line(limit->name, &line) &&
+		if (sslr_setting_files_line(limit->name, &line) &&
 			parse_real(line.value, &typed, limit->unit, NULL))
 			value = typed;
 	}
@@ -433,10 +433,10 @@ sslr_check_old_limit(int *newval, void **extra, GucSource source)
 		return false;
 	if (InitializingParallelWorker)
 		return true;			/* byte_limit comes from the leader */
-	own_found = sslr_file_line("ssl_renegotiate.limit", &own);
-	byte_limit_found = sslr_file_line("ssl_renegotiate.byte_limit", &byte_limit);
+	own_found = sslr_setting_files_line("ssl_renegotiate.limit", &own);
+	byte_limit_found = sslr_setting_files_line("ssl_renegotiate.byte_limit", &byte_limit);
 	sets = !byte_limit_found &&
-		sslr_setting_reset_source("ssl_renegotiate.byte_limit") <= PGC_S_FILE;
+		sslr_setting_files_reset_source("ssl_renegotiate.byte_limit") <= PGC_S_FILE;
 	file_size = (own_found ? strlen(own.file) : 0) + 1;
 	e = sslr_guc_malloc(offsetof(SslrOldLimitExtra, file) + file_size);
 	if (e == NULL)
@@ -485,7 +485,7 @@ sslr_assign_old_limit(int newval, void *extra)
 	snprintf(value, sizeof(value), "%dkB", newval);
 	SetConfigOption("ssl_renegotiate.byte_limit", value, PGC_SIGHUP, PGC_S_FILE);
 	if (e->file[0] != '\0')
-		sslr_setting_set_sourcefile("ssl_renegotiate.byte_limit", e->file, e->line);
+		sslr_setting_files_set_sourcefile("ssl_renegotiate.byte_limit", e->file, e->line);
 }
 
 static void

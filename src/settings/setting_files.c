@@ -57,7 +57,7 @@ sslr_files_context(void)
 }
 
 bool
-sslr_file_line(const char *name, SslrFileLine *found)
+sslr_setting_files_line(const char *name, SslrFileLine *found)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	MemoryContext cxt = sslr_files_context();
@@ -81,7 +81,7 @@ sslr_file_line(const char *name, SslrFileLine *found)
 }
 
 GucSource
-sslr_setting_reset_source(const char *name)
+sslr_setting_files_reset_source(const char *name)
 {
 	struct config_generic *record = sslr_find_guc(name);
 
@@ -93,7 +93,7 @@ sslr_setting_reset_source(const char *name)
  * sourceline.  A failed copy leaves the origin unknown, as PostgreSQL does.
  */
 void
-sslr_setting_set_sourcefile(const char *name, const char *file, int line)
+sslr_setting_files_set_sourcefile(const char *name, const char *file, int line)
 {
 	struct config_generic *record = sslr_find_guc(name);
 	char	   *copy;

@@ -25,12 +25,12 @@ typedef struct SslrFileLine
  * The line that sets name, the last one (which PostgreSQL applies), from
  * postgresql.conf and what it includes, then postgresql.auto.conf.
  */
-extern bool sslr_file_line(const char *name, SslrFileLine *found);
+extern bool sslr_setting_files_line(const char *name, SslrFileLine *found);
 
 /* Where the value in force came from: PostgreSQL's own record of it. */
-extern GucSource sslr_setting_reset_source(const char *name);
-extern void sslr_setting_set_sourcefile(const char *name, const char *file,
-										int line);
+extern GucSource sslr_setting_files_reset_source(const char *name);
+extern void sslr_setting_files_set_sourcefile(const char *name, const char *file,
+											  int line);
 
 /*
  * Lines of ssl_renegotiate.* in the configuration files that a reload

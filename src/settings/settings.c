@@ -3,7 +3,7 @@
  * settings.c
  *	  The variables behind the ssl_renegotiate.* settings.
  *
- * They sit here, below every room that reads them, so that reading a
+ * They sit here, below every module that reads them, so that reading a
  * setting depends on nothing above; setting_checks.c defines the settings
  * on them.  Each starts at its boot value (settings.h), so that a backend
  * that never loaded the settings reads the defaults.

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * settings.h
- *	  The values of the ssl_renegotiate.* settings, for every room to read.
+ *	  The values of the ssl_renegotiate.* settings, for every module to read.
  *
  * settings.c holds the variables, at their boot values; setting_checks.c
  * defines the settings on them, refuses values that would switch

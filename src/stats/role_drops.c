@@ -64,7 +64,7 @@ static bool sslr_callbacks_registered = false;
 static void
 sslr_purge_drop(const SslrDrop *drop)
 {
-	sslr_purge_role_totals(OidIsValid(drop->dbid) ? &drop->dbid : NULL,
+	sslr_role_totals_purge(OidIsValid(drop->dbid) ? &drop->dbid : NULL,
 						   OidIsValid(drop->userid) ? &drop->userid : NULL);
 }
 
@@ -188,7 +188,7 @@ sslr_role_drops_after(List *dropping)
  * transaction nothing can be checked: yes.
  */
 bool
-sslr_role_pair_alive(const SslrRoleKey *key)
+sslr_role_drops_pair_alive(const SslrRoleKey *key)
 {
 	bool		may_purge;
 
@@ -198,14 +198,14 @@ sslr_role_pair_alive(const SslrRoleKey *key)
 	if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(key->userid)))
 	{
 		if (may_purge)
-			sslr_purge_role_totals(NULL, &key->userid);
+			sslr_role_totals_purge(NULL, &key->userid);
 		return false;
 	}
 	if (OidIsValid(key->dbid) &&
 		!SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(key->dbid)))
 	{
 		if (may_purge)
-			sslr_purge_role_totals(&key->dbid, NULL);
+			sslr_role_totals_purge(&key->dbid, NULL);
 		return false;
 	}
 	return true;
@@ -223,7 +223,7 @@ sslr_role_drops_check_restored(void)
 
 	if (!IsTransactionState() || !sslr_role_totals_unchecked())
 		return;
-	(void) sslr_read_role_totals(&rows, sslr_role_pair_alive);
+	(void) sslr_read_role_totals(&rows, sslr_role_drops_pair_alive);
 	pfree(rows);
 	sslr_role_totals_checked();
 }

@@ -25,6 +25,6 @@ extern void sslr_role_drops_after(List *dropping);
 extern void sslr_role_drops_check_restored(void);
 
 /* does the key's role (and database) exist?  If not, its rows are purged */
-extern bool sslr_role_pair_alive(const SslrRoleKey *key);
+extern bool sslr_role_drops_pair_alive(const SslrRoleKey *key);
 
 #endif							/* SSLR_ROLE_DROPS_H */

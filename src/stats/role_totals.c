@@ -216,7 +216,7 @@ sslr_copy_role_totals(SslrRoleEntry **out, SslrRoleEntry **live, int *nlive,
 	*out = NULL;
 	for (;;)
 	{
-		uint32		seen = sslr_moves_read_begin();
+		uint32		seen = sslr_slots_moves_read_begin();
 		HASH_SEQ_STATUS scan;
 		SslrRoleEntry *entry;
 		int			nrows = 0;
@@ -236,7 +236,7 @@ sslr_copy_role_totals(SslrRoleEntry **out, SslrRoleEntry **live, int *nlive,
 		{
 			SslrRoleEntry *row = &(*live)[*nlive];
 
-			sslr_read_slot_tally(i, &copy);
+			sslr_slots_read_tally(i, &copy);
 			if (copy.pid == 0 || !copy.identity_known ||
 				sslr_role_shared->baseline[i].dropped)
 				continue;
@@ -248,7 +248,7 @@ sslr_copy_role_totals(SslrRoleEntry **out, SslrRoleEntry **live, int *nlive,
 			sslr_tally_add(&row->tally, &sslr_role_shared->baseline[i].tally, -1);
 			(*nlive)++;
 		}
-		if (!sslr_moves_read_retry(seen))
+		if (!sslr_slots_moves_read_retry(seen))
 			return nrows;
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -258,7 +258,7 @@ sslr_copy_role_totals(SslrRoleEntry **out, SslrRoleEntry **live, int *nlive,
  * The rows of the view, in *rows (palloc'd); returns their number: those
  * for whose key include says yes, each with its exited sessions and its
  * live ones.  include runs with no lock held, so that it may do catalog
- * lookups, and purge (sslr_purge_role_totals).
+ * lookups, and purge (sslr_role_totals_purge).
  */
 int
 sslr_read_role_totals(SslrRoleEntry **rows, bool (*include) (const SslrRoleKey *key))
@@ -315,7 +315,7 @@ sslr_read_role_totals(SslrRoleEntry **rows, bool (*include) (const SslrRoleKey *
 }
 
 void
-sslr_read_role_totals_info(SslrRoleInfo *info)
+sslr_role_totals_read_info(SslrRoleInfo *info)
 {
 	LWLockAcquire(sslr_slots_lock(), LW_SHARED);
 	*info = sslr_role_shared->info;
@@ -335,7 +335,7 @@ sslr_key_matches(const SslrRoleKey *key, const Oid *dbid, const Oid *userid)
  * counters, so their current counts become their baselines.
  */
 void
-sslr_reset_role_totals(const Oid *dbid, const Oid *userid)
+sslr_role_totals_reset(const Oid *dbid, const Oid *userid)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	bool		all = dbid == NULL && userid == NULL;
@@ -344,7 +344,7 @@ sslr_reset_role_totals(const Oid *dbid, const Oid *userid)
 	SslrSlotTally copy;
 
 	LWLockAcquire(sslr_slots_lock(), LW_EXCLUSIVE);
-	sslr_moves_begin();
+	sslr_slots_moves_begin();
 	hash_seq_init(&scan, sslr_role_table);
 	while ((entry = hash_seq_search(&scan)) != NULL)
 	{
@@ -361,7 +361,7 @@ sslr_reset_role_totals(const Oid *dbid, const Oid *userid)
 	{
 		SslrRoleKey key;
 
-		sslr_read_slot_tally(i, &copy);
+		sslr_slots_read_tally(i, &copy);
 		if (copy.pid == 0 || (!all && !copy.identity_known))
 			continue;
 		key.dbid = copy.dbid;
@@ -376,7 +376,7 @@ sslr_reset_role_totals(const Oid *dbid, const Oid *userid)
 		sslr_role_shared->info.evicted = 0;
 		sslr_role_shared->info.stats_reset = now;
 	}
-	sslr_moves_end();
+	sslr_slots_moves_end();
 	LWLockRelease(sslr_slots_lock());
 }
 
@@ -388,7 +388,7 @@ sslr_reset_role_totals(const Oid *dbid, const Oid *userid)
  * an eviction.  Never raises an error: this runs at commit.
  */
 void
-sslr_purge_role_totals(const Oid *dbid, const Oid *userid)
+sslr_role_totals_purge(const Oid *dbid, const Oid *userid)
 {
 	HASH_SEQ_STATUS scan;
 	SslrRoleEntry *entry;
@@ -396,7 +396,7 @@ sslr_purge_role_totals(const Oid *dbid, const Oid *userid)
 
 	Assert((dbid == NULL) != (userid == NULL));
 	LWLockAcquire(sslr_slots_lock(), LW_EXCLUSIVE);
-	sslr_moves_begin();
+	sslr_slots_moves_begin();
 	hash_seq_init(&scan, sslr_role_table);
 	while ((entry = hash_seq_search(&scan)) != NULL)
 		if (sslr_key_matches(&entry->key, dbid, userid))
@@ -405,7 +405,7 @@ sslr_purge_role_totals(const Oid *dbid, const Oid *userid)
 	{
 		SslrRoleKey key;
 
-		sslr_read_slot_tally(i, &copy);
+		sslr_slots_read_tally(i, &copy);
 		if (copy.pid == 0 || !copy.identity_known)
 			continue;
 		key.dbid = copy.dbid;
@@ -413,7 +413,7 @@ sslr_purge_role_totals(const Oid *dbid, const Oid *userid)
 		if (sslr_key_matches(&key, dbid, userid))
 			sslr_role_shared->baseline[i].dropped = true;
 	}
-	sslr_moves_end();
+	sslr_slots_moves_end();
 	LWLockRelease(sslr_slots_lock());
 }
 

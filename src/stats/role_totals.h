@@ -52,11 +52,11 @@ extern void sslr_role_totals_fold(int slot_index, const SslrTally *slot_tally);
 /* readers and the reset */
 extern int	sslr_read_role_totals(SslrRoleEntry **rows,
 								  bool (*include) (const SslrRoleKey *key));
-extern void sslr_read_role_totals_info(SslrRoleInfo *info);
-extern void sslr_reset_role_totals(const Oid *dbid, const Oid *userid);
+extern void sslr_role_totals_read_info(SslrRoleInfo *info);
+extern void sslr_role_totals_reset(const Oid *dbid, const Oid *userid);
 
 /* a role or a database dropped; entries of the file to check (role_drops.c) */
-extern void sslr_purge_role_totals(const Oid *dbid, const Oid *userid);
+extern void sslr_role_totals_purge(const Oid *dbid, const Oid *userid);
 extern bool sslr_role_totals_unchecked(void);
 extern void sslr_role_totals_checked(void);
 

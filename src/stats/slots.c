@@ -24,20 +24,20 @@
  *	- A slot is written only by the backend that owns it, with no lock.
  *	  The counters of its tally, which the record path adds to, are plain
  *	  8-byte stores, and readers take them one field at a time
- *	  (sslr_read_slot_tally): a reader never waits for the owner, even one
+ *	  (sslr_slots_read_tally): a reader never waits for the owner, even one
  *	  stopped in the middle of a record.  Everything else the owner writes
  *	  between two increments of changecount (odd means "write in
- *	  progress"); readers of a whole slot (sslr_read_slot) copy it again
+ *	  progress"); readers of a whole slot (sslr_slots_read) copy it again
  *	  until they saw the same even changecount on both sides of the copy,
  *	  backing off, holding no lock, and can be cancelled.  Those writes are
  *	  rare (a key change, the cipher, the limits in force).
  *	- A slot changes hands (pid set or cleared) only under the extension's
- *	  LWLock held exclusively, which totals.c takes around sslr_take_slot
- *	  and sslr_free_slot so that the totals see a connection's counts move
+ *	  LWLock held exclusively, which totals.c takes around sslr_slot_take
+ *	  and sslr_slot_free so that the totals see a connection's counts move
  *	  in one step.  Such a change is also bracketed by the "moves" count
  *	  (odd while in progress), with which readers of the totals check,
  *	  without the lock, that no move overlapped their reading
- *	  (sslr_moves_read_begin, sslr_moves_read_retry).
+ *	  (sslr_slots_moves_read_begin, sslr_slots_moves_read_retry).
  *	- The sum of preauth.c is atomics, added to without any lock.
  *	- Operator requests (ssl_renegotiate_rekey) are counted by the
  *	  requesters in an atomic beside the slot, under the lock held shared,
@@ -153,7 +153,7 @@ sslr_tally_field(const int64 *member)
  * into the shared sum (preauth.c), with no lock.
  */
 void
-sslr_count_early(SslrDirection dir, int64 wire_bytes, int64 records)
+sslr_slot_add_early(SslrDirection dir, int64 wire_bytes, int64 records)
 {
 	if (wire_bytes != 0)
 		sslr_preauth_count(sslr_tally_field(&sslr_my_slot->stats.tally.bytes[dir]), wire_bytes);
@@ -166,7 +166,7 @@ sslr_count_early(SslrDirection dir, int64 wire_bytes, int64 records)
  * sslr_my_slot->stats.tally); before authentication to the sum too.
  */
 void
-sslr_count(int64 *counter, int64 amount)
+sslr_slot_add(int64 *counter, int64 amount)
 {
 	SslrSlot   *slot = sslr_my_slot;
 	int			field = sslr_tally_field(counter);
@@ -198,7 +198,7 @@ sslr_back_off(int attempt)
 
 /* Writers (under the lock held exclusively): a move starts, and ends. */
 void
-sslr_moves_begin(void)
+sslr_slots_moves_begin(void)
 {
 	Assert(LWLockHeldByMeInMode(sslr_slots->lock, LW_EXCLUSIVE));
 	Assert((sslr_slots->moves & 1) == 0);
@@ -207,7 +207,7 @@ sslr_moves_begin(void)
 }
 
 void
-sslr_moves_end(void)
+sslr_slots_moves_end(void)
 {
 	pg_write_barrier();
 	sslr_slots->moves++;
@@ -215,7 +215,7 @@ sslr_moves_end(void)
 
 /* Readers, with no lock: the moves count once no move is in progress. */
 uint32
-sslr_moves_read_begin(void)
+sslr_slots_moves_read_begin(void)
 {
 	for (int attempt = 0;; attempt++)
 	{
@@ -232,7 +232,7 @@ sslr_moves_read_begin(void)
 
 /* Whether a move overlapped what was read since seen: then read again. */
 bool
-sslr_moves_read_retry(uint32 seen)
+sslr_slots_moves_read_retry(uint32 seen)
 {
 	pg_read_barrier();
 	return ((volatile SslrSlots *) sslr_slots)->moves != seen;
@@ -240,7 +240,7 @@ sslr_moves_read_retry(uint32 seen)
 
 /* The slot this backend takes when it attaches. */
 int
-sslr_backend_slot_index(void)
+sslr_slots_backend_index(void)
 {
 	int			index = SSLR_MY_BACKEND_INDEX;
 
@@ -260,14 +260,14 @@ sslr_slot_attached(void)
  * The caller holds the lock exclusively.
  */
 void
-sslr_take_slot(int index, Port *port)
+sslr_slot_take(int index, Port *port)
 {
 	SslrEntry  *entry = &sslr_slots->entries[index];
 
 	Assert(LWLockHeldByMeInMode(sslr_slots->lock, LW_EXCLUSIVE));
 	SSLR_BEGIN_WRITE(&entry->slot);
 	entry->slot.pid = MyProcPid;
-	/* not known yet, nor the database: see sslr_publish_userid */
+	/* not known yet, nor the database: see sslr_slot_publish_userid */
 	entry->slot.userid = InvalidOid;
 	entry->slot.identity_known = false;
 	entry->slot.is_walsender = am_walsender;
@@ -289,7 +289,7 @@ sslr_take_slot(int index, Port *port)
  * counted locally only.  The caller holds the lock exclusively.
  */
 void
-sslr_free_slot(void)
+sslr_slot_free(void)
 {
 	SslrEntry  *entry = sslr_my_entry;
 
@@ -310,7 +310,7 @@ sslr_free_slot(void)
  * published as soon as it is known.  Returns true once both are.
  */
 bool
-sslr_publish_userid(void)
+sslr_slot_publish_userid(void)
 {
 	SslrSlot   *slot = sslr_my_slot;
 	Oid			dbid = InvalidOid;
@@ -325,7 +325,7 @@ sslr_publish_userid(void)
 	SSLR_BEGIN_WRITE(slot);
 	slot->userid = MyProc->roleId;
 	slot->dbid = dbid;
-	pg_write_barrier();			/* for readers of sslr_read_slot_tally */
+	pg_write_barrier();			/* for readers of sslr_slots_read_tally */
 	slot->identity_known = known;
 	SSLR_END_WRITE(slot);
 	return known;
@@ -336,7 +336,7 @@ sslr_publish_userid(void)
  * them.  Only string copies: this runs inside OpenSSL's callbacks.
  */
 void
-sslr_publish_cipher(SSL *ssl)
+sslr_slot_publish_cipher(SSL *ssl)
 {
 	SslrSlot   *slot = sslr_my_slot;
 
@@ -348,7 +348,7 @@ sslr_publish_cipher(SSL *ssl)
 
 /* Whether a rotation we asked the peer for is still unanswered. */
 void
-sslr_publish_rekey_pending(bool pending)
+sslr_slot_publish_rekey_pending(bool pending)
 {
 	SslrSlot   *slot = sslr_my_slot;
 
@@ -358,7 +358,7 @@ sslr_publish_rekey_pending(bool pending)
 }
 
 void
-sslr_publish_record_limit(int64 record_limit)
+sslr_slot_publish_record_limit(int64 record_limit)
 {
 	SslrSlot   *slot = sslr_my_slot;
 
@@ -369,7 +369,7 @@ sslr_publish_record_limit(int64 record_limit)
 
 /* Operator requests picked up, and whether one is still being carried out. */
 void
-sslr_publish_request(int64 seen, bool pending)
+sslr_slot_publish_request(int64 seen, bool pending)
 {
 	SslrSlot   *slot = sslr_my_slot;
 
@@ -381,10 +381,10 @@ sslr_publish_request(int64 seen, bool pending)
 
 /*
  * A TLS 1.2 renegotiation of ours left for later: application data from
- * the client was waiting (handshake.c).
+ * the client was waiting (renegotiation.c).
  */
 void
-sslr_publish_renegotiation_deferred(void)
+sslr_slot_publish_renegotiation_deferred(void)
 {
 	SslrSlot   *slot = sslr_my_slot;
 
@@ -395,7 +395,7 @@ sslr_publish_renegotiation_deferred(void)
 
 /* The limits in force: a plain write, fit for an assign hook or OpenSSL. */
 void
-sslr_publish_limits(const SslrLimitsInForce *limits)
+sslr_slot_publish_limits(const SslrLimitsInForce *limits)
 {
 	SslrSlot   *slot = sslr_my_slot;
 
@@ -409,7 +409,7 @@ sslr_publish_limits(const SslrLimitsInForce *limits)
  * bytes the old key carried.
  */
 int64
-sslr_publish_key_retired(SslrDirection dir, TimestampTz now)
+sslr_slot_publish_key_retired(SslrDirection dir, TimestampTz now)
 {
 	SslrSlot   *slot = sslr_my_slot;
 	SslrConnStats *stats = &slot->stats;
@@ -432,7 +432,7 @@ sslr_publish_key_retired(SslrDirection dir, TimestampTz now)
  * writes them without the change count.
  */
 void
-sslr_read_slot(int index, SslrSlot *copy)
+sslr_slots_read(int index, SslrSlot *copy)
 {
 	volatile SslrSlot *slot = &sslr_slots->entries[index].slot;
 
@@ -455,11 +455,11 @@ sslr_read_slot(int index, SslrSlot *copy)
 /*
  * What the totals need of a slot, field by field, never waiting: its
  * owner's identity (identity_known before the ids it covers: see
- * sslr_publish_userid) and counters.  Whether the slot changed hands
- * meanwhile is the caller's to check (sslr_moves_read_retry).
+ * sslr_slot_publish_userid) and counters.  Whether the slot changed hands
+ * meanwhile is the caller's to check (sslr_slots_moves_read_retry).
  */
 void
-sslr_read_slot_tally(int index, SslrSlotTally *copy)
+sslr_slots_read_tally(int index, SslrSlotTally *copy)
 {
 	volatile SslrSlot *slot = &sslr_slots->entries[index].slot;
 	const volatile int64 *from = (const volatile int64 *) &slot->stats.tally;
@@ -476,7 +476,7 @@ sslr_read_slot_tally(int index, SslrSlotTally *copy)
 
 /* Requests made of the backend in slot index so far. */
 int64
-sslr_read_requests(int index)
+sslr_slots_read_requests(int index)
 {
 	return (int64) pg_atomic_read_u64(&sslr_slots->entries[index].requests);
 }
@@ -488,7 +488,7 @@ sslr_read_requests(int index)
  * Returns false if no attached TLS backend has this pid.
  */
 bool
-sslr_request_rekey(int pid)
+sslr_slots_request_rekey(int pid)
 {
 	bool		found = false;
 

@@ -91,7 +91,7 @@ extern SSLR_HOT_DATA pg_atomic_uint64 *sslr_my_requests;
 
 /*
  * What the totals need of a slot, read field by field without waiting
- * (sslr_read_slot_tally): whose it is, and its counters.
+ * (sslr_slots_read_tally): whose it is, and its counters.
  */
 typedef struct SslrSlotTally
 {
@@ -133,39 +133,39 @@ extern LWLock *sslr_slots_lock(void);
 extern int	sslr_slot_count(void);
 
 /* this backend's counting */
-extern void sslr_count_early(SslrDirection dir, int64 wire_bytes, int64 records);
-extern void sslr_count(int64 *counter, int64 amount);
+extern void sslr_slot_add_early(SslrDirection dir, int64 wire_bytes, int64 records);
+extern void sslr_slot_add(int64 *counter, int64 amount);
 
 /*
  * Slots changing hands, and the totals of totals.c and role_totals.c
  * changing with them: writers hold the lock exclusively and bracket the
  * change; readers hold no lock and read again if a change overlapped.
  */
-extern void sslr_moves_begin(void);
-extern void sslr_moves_end(void);
-extern uint32 sslr_moves_read_begin(void);
-extern bool sslr_moves_read_retry(uint32 seen);
+extern void sslr_slots_moves_begin(void);
+extern void sslr_slots_moves_end(void);
+extern uint32 sslr_slots_moves_read_begin(void);
+extern bool sslr_slots_moves_read_retry(uint32 seen);
 
 /* taking and freeing this backend's slot (the caller holds the lock) */
-extern int	sslr_backend_slot_index(void);
+extern int	sslr_slots_backend_index(void);
 extern bool sslr_slot_attached(void);
-extern void sslr_take_slot(int index, Port *port);
-extern void sslr_free_slot(void);
+extern void sslr_slot_take(int index, Port *port);
+extern void sslr_slot_free(void);
 
 /* the owner's writes */
-extern bool sslr_publish_userid(void);
-extern void sslr_publish_cipher(SSL *ssl);
-extern void sslr_publish_rekey_pending(bool pending);
-extern void sslr_publish_record_limit(int64 record_limit);
-extern void sslr_publish_request(int64 seen, bool pending);
-extern void sslr_publish_renegotiation_deferred(void);
-extern void sslr_publish_limits(const SslrLimitsInForce *limits);
-extern int64 sslr_publish_key_retired(SslrDirection dir, TimestampTz now);
+extern bool sslr_slot_publish_userid(void);
+extern void sslr_slot_publish_cipher(SSL *ssl);
+extern void sslr_slot_publish_rekey_pending(bool pending);
+extern void sslr_slot_publish_record_limit(int64 record_limit);
+extern void sslr_slot_publish_request(int64 seen, bool pending);
+extern void sslr_slot_publish_renegotiation_deferred(void);
+extern void sslr_slot_publish_limits(const SslrLimitsInForce *limits);
+extern int64 sslr_slot_publish_key_retired(SslrDirection dir, TimestampTz now);
 
 /* other backends' reads and requests; none waits under a lock */
-extern void sslr_read_slot(int index, SslrSlot *copy);
-extern void sslr_read_slot_tally(int index, SslrSlotTally *copy);
-extern int64 sslr_read_requests(int index);
-extern bool sslr_request_rekey(int pid);
+extern void sslr_slots_read(int index, SslrSlot *copy);
+extern void sslr_slots_read_tally(int index, SslrSlotTally *copy);
+extern int64 sslr_slots_read_requests(int index);
+extern bool sslr_slots_request_rekey(int pid);
 
 #endif							/* SSLR_SLOTS_H */

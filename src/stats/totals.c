@@ -21,16 +21,16 @@
  * Who sees what (docs/reference.md, "Who sees what"): the totals are other
  * roles' traffic summed, and a sum small enough to isolate one session is
  * that session's traffic, so only pg_read_all_stats reads them
- * (sql_totals.c); it sees everything.
+ * (sql_api.c); it sees everything.
  *
  * Locking rules:
  *	- The totals and the baselines are written under the extension's
  *	  LWLock (sslr_slots_lock) held exclusively, by a login taking its
  *	  slot, an exit folding and freeing it, and a reset; each such change
- *	  is a "move" (slots.c: sslr_moves_begin, sslr_moves_end).
+ *	  is a "move" (slots.c: sslr_slots_moves_begin, sslr_slots_moves_end).
  *	- Readers take no lock: they copy the totals, the sum and every live
  *	  slot's counters less its baseline, and copy again if a move
- *	  overlapped (sslr_moves_read_retry); so they see each connection's
+ *	  overlapped (sslr_slots_moves_read_retry); so they see each connection's
  *	  counts exactly once, live in a slot or folded into the totals, and
  *	  neither wait for a backend's records nor make a login or an exit
  *	  wait.
@@ -126,12 +126,12 @@ sslr_totals_attach(Port *port)
 
 	if (sslr_totals == NULL || !sslr_slots_ready() || sslr_slot_attached())
 		return;
-	index = sslr_backend_slot_index();
+	index = sslr_slots_backend_index();
 	in_preauth = sslr_preauth_end();
 
 	LWLockAcquire(sslr_slots_lock(), LW_EXCLUSIVE);
-	sslr_moves_begin();
-	sslr_take_slot(index, port);
+	sslr_slots_moves_begin();
+	sslr_slot_take(index, port);
 	if (in_preauth)
 	{
 		sslr_totals->baseline[index].tally = sslr_my_slot->stats.tally;
@@ -139,7 +139,7 @@ sslr_totals_attach(Port *port)
 	}
 	else
 		memset(&sslr_totals->baseline[index], 0, sizeof(SslrBaseline));
-	sslr_moves_end();
+	sslr_slots_moves_end();
 	sslr_my_index = index;
 	LWLockRelease(sslr_slots_lock());
 
@@ -160,14 +160,14 @@ sslr_totals_detach(int code pg_attribute_unused(), Datum arg pg_attribute_unused
 	baseline = &sslr_totals->baseline[sslr_my_index];
 
 	LWLockAcquire(sslr_slots_lock(), LW_EXCLUSIVE);
-	sslr_moves_begin();
+	sslr_slots_moves_begin();
 	sslr_totals->totals.connections += 1 - baseline->connection;
 	sslr_tally_add(&sslr_totals->totals.tally, &sslr_my_slot->stats.tally, 1);
 	sslr_tally_add(&sslr_totals->totals.tally, &baseline->tally, -1);
 	memset(baseline, 0, sizeof(*baseline));
 	sslr_role_totals_fold(sslr_my_index, &sslr_my_slot->stats.tally);
-	sslr_free_slot();
-	sslr_moves_end();
+	sslr_slot_free();
+	sslr_slots_moves_end();
 	sslr_my_index = -1;
 	LWLockRelease(sslr_slots_lock());
 }
@@ -175,28 +175,28 @@ sslr_totals_detach(int code pg_attribute_unused(), Datum arg pg_attribute_unused
 /*
  * Totals since the last reset: exited backends, connections before
  * authentication, and the live backends.  For privileged readers only
- * (sql_totals.c).  Takes no lock: see the file header.
+ * (sql_api.c).  Takes no lock: see the file header.
  */
 void
-sslr_read_totals(SslrTotals *totals)
+sslr_totals_read(SslrTotals *totals)
 {
 	SslrSlotTally copy;
 
 	for (;;)
 	{
-		uint32		seen = sslr_moves_read_begin();
+		uint32		seen = sslr_slots_moves_read_begin();
 
 		sslr_totals_with_preauth(totals);
 		for (int i = 0; i < sslr_slot_count(); i++)
 		{
-			sslr_read_slot_tally(i, &copy);
+			sslr_slots_read_tally(i, &copy);
 			if (copy.pid == 0)
 				continue;
 			totals->connections += 1 - sslr_totals->baseline[i].connection;
 			sslr_tally_add(&totals->tally, &copy.tally, 1);
 			sslr_tally_add(&totals->tally, &sslr_totals->baseline[i].tally, -1);
 		}
-		if (!sslr_moves_read_retry(seen))
+		if (!sslr_slots_moves_read_retry(seen))
 			break;
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -208,27 +208,27 @@ sslr_read_totals(SslrTotals *totals)
  * sum before authentication holds becomes a negative part of the totals.
  */
 void
-sslr_reset_totals(void)
+sslr_totals_reset(void)
 {
 	SslrSlotTally copy;
 	SslrTally	preauth;
 	SslrTotals *totals = &sslr_totals->totals;
 
 	LWLockAcquire(sslr_slots_lock(), LW_EXCLUSIVE);
-	sslr_moves_begin();
+	sslr_slots_moves_begin();
 	memset(totals, 0, sizeof(SslrTotals));
 	totals->connections -= sslr_preauth_read(&preauth);
 	sslr_tally_add(&totals->tally, &preauth, -1);
 	for (int i = 0; i < sslr_slot_count(); i++)
 	{
-		sslr_read_slot_tally(i, &copy);
+		sslr_slots_read_tally(i, &copy);
 		if (copy.pid == 0)
 			continue;
 		sslr_totals->baseline[i].tally = copy.tally;
 		sslr_totals->baseline[i].connection = 1;
 	}
 	totals->stats_reset = GetCurrentTimestamp();
-	sslr_moves_end();
+	sslr_slots_moves_end();
 	LWLockRelease(sslr_slots_lock());
 }
 

@@ -29,8 +29,8 @@ extern void sslr_totals_shmem_startup(void);
 extern void sslr_totals_attach(Port *port);
 
 /* for privileged readers only: see totals.c */
-extern void sslr_read_totals(SslrTotals *totals);
-extern void sslr_reset_totals(void);
+extern void sslr_totals_read(SslrTotals *totals);
+extern void sslr_totals_reset(void);
 
 /* for the statistics file, in the postmaster */
 extern bool sslr_totals_to_keep(SslrTotals *totals);

@@ -360,7 +360,7 @@ SKIP:
 	my $gdb = grep { -x "$_/gdb" } split /:/, $ENV{PATH};
 	skip 'gdb is not installed', 7 unless $gdb;
 
-	# the line of slots.c inside the change count, in sslr_publish_request
+	# the line of slots.c inside the change count, in sslr_slot_publish_request
 	my $src = dirname(__FILE__) . '/../../src/stats/slots.c';
 	my @lines = split /\n/, slurp_file($src);
 	my ($line) = grep { $lines[ $_ - 1 ] =~ /slot->stats\.requests_seen = seen;/ }

@@ -1,55 +1,55 @@
 #!/usr/bin/env bash
-# rooms.sh -- the rooms of the extension and the two graphs between them,
+# modules.sh -- the modules of the extension and the two graphs between them,
 # checked (docs/internals.md).  Run by "make lint".
 #
-#   scripts/rooms.sh [--src DIR] OBJECT...
-#   scripts/rooms.sh --self-test
+#   scripts/modules.sh [--src DIR] OBJECT...
+#   scripts/modules.sh --self-test
 #
-# A room is a C file and the header of the same name (foo.c, foo.h), in
-# the same folder of DIR; a header with no C file of its name (the ground,
-# sslr_types.h; compat.h) is a room of its own that calls nothing.  A room
+# A module is a C file and the header of the same name (foo.c, foo.h), in
+# the same folder of DIR; a header with no C file of its name (the common types,
+# sslr_types.h; compat.h) is a module of its own that calls nothing.  A module
 # is named by its file name, which is unique in DIR.  Two graphs join the
-# rooms:
+# modules:
 #   - includes: the project's own headers that each file #includes, read
 #     from the sources (in DIR, default src/ beside this script's folder;
 #     an #include names a header from DIR: "stats/slots.h");
 #   - references: the functions each object file calls, and the data it
-#     reads or writes, in another room's object (nm).
+#     reads or writes, in another module's object (nm).
 # It prints both, then fails (exit 1) if
 #   - the includes form a cycle, or the calls do;
-#   - a C file calls a function, or uses data, of another room without
-#     including that room's header itself (so its #include lines are its
+#   - a C file calls a function, or uses data, of another module without
+#     including that module's header itself (so its #include lines are its
 #     list of dependencies).
-# A C file of more than SSLR_ROOM_WARN_LINES lines (800) gets a warning:
+# A C file of more than SSLR_MODULE_WARN_LINES lines (800) gets a warning:
 # a file is as long as its one responsibility needs, and a long one is a
 # prompt to look at its cohesion, not a reason to split it.
 # --self-test plants each kind of breakage in a small tree of its own and
 # checks that it is caught.
 set -euo pipefail
 
-WARN_LINES=${SSLR_ROOM_WARN_LINES:-800}
+WARN_LINES=${SSLR_MODULE_WARN_LINES:-800}
 SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
 
 usage() { echo "usage: $0 [--src DIR] OBJECT... | --self-test" >&2; exit 2; }
 
 # ---------------------------------------------------------------- self-test
-# A tree of three rooms: ground.h (types), low (a function and a variable)
+# A tree of three modules: common.h (types), low (a function and a variable)
 # and high (calls low's function, reads its variable); then one variant per
 # kind of breakage.  Each must fail with its own message; the clean tree
 # must pass.
 self_test() {
     local rc=0
-    t=$(mktemp -d /tmp/sslr-rooms-test.XXXXXX)
+    t=$(mktemp -d /tmp/sslr-modules-test.XXXXXX)
     trap 'rm -rf "$t"' EXIT
 
     plant() { # variant
         rm -rf "${t:?}/$1"
         mkdir "$t/$1"
-        cat >"$t/$1/ground.h" <<'EOF'
+        cat >"$t/$1/common.h" <<'EOF'
 typedef int Count;
 EOF
         cat >"$t/$1/low.h" <<'EOF'
-#include "ground.h"
+#include "common.h"
 extern Count low_data;
 extern Count low_f(void);
 EOF
@@ -59,7 +59,7 @@ Count low_data;
 Count low_f(void) { return 1; }
 EOF
         cat >"$t/$1/high.h" <<'EOF'
-#include "ground.h"
+#include "common.h"
 extern Count high_f(void);
 EOF
         cat >"$t/$1/high.c" <<'EOF'
@@ -75,12 +75,12 @@ EOF
         local out status=0
         out=$(cd "$t/$1" && bash "$SELF" --src . ./*.o 2>&1) || status=$?
         if [ "$status" -ne "$2" ] || { [ -n "$3" ] && ! grep -q -- "$3" <<<"$out"; }; then
-            echo "rooms.sh self-test: '$1' gave exit $status, expected $2${3:+ with \"$3\"}:" >&2
+            echo "modules.sh self-test: '$1' gave exit $status, expected $2${3:+ with \"$3\"}:" >&2
             # shellcheck disable=SC2001 # each line, indented
             sed 's/^/    /' <<<"$out" >&2
             rc=1
         else
-            echo "rooms.sh self-test: $1: exit $status${3:+, \"$3\"}"
+            echo "modules.sh self-test: $1: exit $status${3:+, \"$3\"}"
         fi
     }
 
@@ -136,17 +136,17 @@ case ${1:-} in
 esac
 [ $# -gt 0 ] || usage
 
-room_of() { local b=${1##*/}; echo "${b%.*}"; }
+module_of() { local b=${1##*/}; echo "${b%.*}"; }
 
-# references: "caller-room callee-room symbol kind" (kind: call or data),
-# from the object files; a symbol's room is the object that defines it
+# references: "caller-module callee-module symbol kind" (kind: call or data),
+# from the object files; a symbol's module is the object that defines it
 refs=$(
     for o in "$@"; do
-        nm --defined-only "$o" | awk -v r="$(room_of "$o")" '
+        nm --defined-only "$o" | awk -v r="$(module_of "$o")" '
             $2 ~ /^[TDBRCGS]$/ { print "D", $3, r, ($2 == "T" ? "call" : "data") }'
     done
     for o in "$@"; do
-        nm --undefined-only "$o" | awk -v r="$(room_of "$o")" '{ print "U", $2, r }'
+        nm --undefined-only "$o" | awk -v r="$(module_of "$o")" '{ print "U", $2, r }'
     done
 )
 refs=$(awk '
@@ -158,7 +158,7 @@ refs=$(awk '
 declare -A path_of=()
 while IFS= read -r -d '' p; do
     b=${p##*/}
-    [ -z "${path_of[$b]:-}" ] || { echo "rooms.sh: two files named $b: ${path_of[$b]} and $p" >&2; exit 2; }
+    [ -z "${path_of[$b]:-}" ] || { echo "modules.sh: two files named $b: ${path_of[$b]} and $p" >&2; exit 2; }
     path_of[$b]=$p
 done < <(find "$SRC" -name '*.[ch]' -print0)
 
@@ -166,32 +166,32 @@ done < <(find "$SRC" -name '*.[ch]' -print0)
 # and every header of the project that one of them reaches
 declare -A seen=()
 queue=()
-for o in "$@"; do queue+=("$(room_of "$o").c"); done
+for o in "$@"; do queue+=("$(module_of "$o").c"); done
 includes=""
 while [ ${#queue[@]} -gt 0 ]; do
     f=${queue[0]}
     queue=("${queue[@]:1}")
     [ -z "${seen[$f]:-}" ] || continue
     seen[$f]=1
-    [ -n "${path_of[$f]:-}" ] || { echo "rooms.sh: $f not found in $SRC" >&2; exit 2; }
+    [ -n "${path_of[$f]:-}" ] || { echo "modules.sh: $f not found in $SRC" >&2; exit 2; }
     while read -r h; do
         [ -f "$SRC/$h" ] || continue    # not one of ours
         includes+="$f ${h##*/}"$'\n'
         queue+=("${h##*/}")
     done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "${path_of[$f]}")
 done
-room_includes=$(awk 'NF { sub(/\.[ch]$/, "", $1); sub(/\.h$/, "", $2); if ($1 != $2) print $1, $2 }' \
+module_includes=$(awk 'NF { sub(/\.[ch]$/, "", $1); sub(/\.h$/, "", $2); if ($1 != $2) print $1, $2 }' \
     <<<"$includes" | sort -u)
 
 failed=0
 
-echo "calls and data between rooms (from the object files):"
+echo "calls and data between modules (from the object files):"
 awk '{ key = $1 ".c -> " $2 ".c"; s = $3 ($4 == "call" ? "()" : "")
        if (key in list) list[key] = list[key] ", " s; else list[key] = s }
      END { for (k in list) print "  " k ": " list[k] }' <<<"$refs" | sort
-echo "includes between rooms (from the sources):"
+echo "includes between modules (from the sources):"
 awk '{ if ($1 in list) list[$1] = list[$1] ", " $2; else list[$1] = $2 }
-     END { for (k in list) print "  " k " -> " list[k] }' <<<"$room_includes" | sort
+     END { for (k in list) print "  " k " -> " list[k] }' <<<"$module_includes" | sort
 
 # tsort's order of a graph ("a b" edges), or the cycles it found, one a line
 order_or_cycles() {
@@ -208,10 +208,10 @@ order_or_cycles() {
     return 1
 }
 
-if order=$(order_or_cycles "$room_includes"); then
+if order=$(order_or_cycles "$module_includes"); then
     echo "order (includes point down): $order"
 else
-    echo "rooms.sh: the includes form a cycle:" >&2
+    echo "modules.sh: the includes form a cycle:" >&2
     echo "$order" >&2
     failed=1
 fi
@@ -220,7 +220,7 @@ calls=$(awk '$4 == "call" { print $1, $2 }' <<<"$refs" | sort -u)
 if order=$(order_or_cycles "${calls:-x x}"); then
     [ -z "$calls" ] || echo "order (calls point down): $order"
 else
-    echo "rooms.sh: the calls form a cycle:" >&2
+    echo "modules.sh: the calls form a cycle:" >&2
     echo "$order" >&2
     failed=1
 fi
@@ -230,16 +230,16 @@ while read -r from to sym kind; do
     [ -n "$from" ] || continue
     if ! grep -qx "$from.c $to.h" <<<"$includes"; then
         if [ "$kind" = call ]; then what="calls $sym()"; else what="uses $sym"; fi
-        echo "rooms.sh: $from.c $what of $to.c without including $to.h" >&2
+        echo "modules.sh: $from.c $what of $to.c without including $to.h" >&2
         failed=1
     fi
 done <<<"$refs"
 
 for o in "$@"; do
-    c=${path_of[$(room_of "$o").c]}
+    c=${path_of[$(module_of "$o").c]}
     n=$(wc -l <"$c")
     if [ "$n" -gt "$WARN_LINES" ]; then
-        echo "rooms.sh: warning: $(room_of "$o").c has $n lines, more than $WARN_LINES: is it still one responsibility?" >&2
+        echo "modules.sh: warning: $(module_of "$o").c has $n lines, more than $WARN_LINES: is it still one responsibility?" >&2
     fi
 done
 
