@@ -28,13 +28,17 @@ OBJS = \
 	src/thresholds.o
 
 EXTENSION = ssl_renegotiate
-# The install and upgrade scripts.  Those of released versions are frozen:
-# servers in the field installed them, and they must install the same
-# objects forever; make check-sql-frozen (run by make lint) compares them
-# with the sums in sql/SHA256SUMS.
+# The install and upgrade scripts (sql/).  Each SQL object is defined once,
+# for each version that changes it, in sql/objects/VERSION/; an upgrade
+# script that needs it is assembled at build time from its template
+# (sql/*.sql.in: "-- @include objects/VERSION/NAME.sql" lines), so that two
+# paths to one version share one definition.  Those of released versions
+# are frozen: servers in the field installed them, and they must install
+# the same objects forever; make check-sql-frozen (run by make lint)
+# compares the scripts as built with the sums in sql/SHA256SUMS.
 DATA = sql/ssl_renegotiate--1.0.sql sql/ssl_renegotiate--1.0--1.1.sql \
-	sql/ssl_renegotiate--1.1--1.2.sql sql/ssl_renegotiate--1.0--1.2.sql \
 	sql/ssl_renegotiate--1.2--1.3.sql
+DATA_built = sql/ssl_renegotiate--1.1--1.2.sql sql/ssl_renegotiate--1.0--1.2.sql
 PGFILEDESC = "ssl_renegotiate - TLS traffic accounting and key rotation"
 
 SHLIB_LINK += -lssl -lcrypto
@@ -63,6 +67,20 @@ override with_llvm = no
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# An upgrade script from its template: each "-- @include FILE" line is
+# replaced by FILE (under sql/), which must exist and not be empty.
+sql/%.sql: sql/%.sql.in $(wildcard $(srcdir)/sql/objects/*/*.sql)
+	@$(MKDIR_P) $(dir $@)
+	awk -v dir='$(srcdir)/sql/' ' \
+		/^-- @include / { \
+			f = dir $$3; n = 0; \
+			while ((r = (getline line < f)) > 0) { print line; n++ } \
+			if (r < 0 || n == 0) { print FILENAME ": cannot include " f > "/dev/stderr"; exit 1 } \
+			close(f); next \
+		} \
+		{ print }' $< >$@.tmp
+	mv $@.tmp $@
 
 # PGXS tracks header dependencies only in a server built with
 # --enable-depend (Debian's is not): rebuild every object when a header
@@ -174,8 +192,11 @@ lint: check-sql-frozen shellcheck indent-check $(filter %.o,$(OBJS))
 # The released install and upgrade scripts, byte for byte as released: a
 # released script is never edited (a change goes into the upgrade script
 # of the version being built); a new release adds its sums.
-check-sql-frozen:
-	@cd $(srcdir)/sql && sha256sum --check --strict --quiet SHA256SUMS || { \
+check-sql-frozen: $(DATA_built)
+	@for f in $$(awk '{ print $$2 }' $(srcdir)/sql/SHA256SUMS); do \
+		if [ -f "sql/$$f" ]; then p="sql/$$f"; else p="$(srcdir)/sql/$$f"; fi; \
+		echo "$$(awk -v f="$$f" '$$2 == f { print $$1 }' $(srcdir)/sql/SHA256SUMS)  $$p"; \
+	done | sha256sum --check --strict --quiet || { \
 		echo 'make check-sql-frozen: a released script changed (sql/SHA256SUMS): put the change in the upgrade script of the version being built' >&2; exit 1; }
 	@echo "check-sql-frozen: the $$(wc -l <$(srcdir)/sql/SHA256SUMS) released scripts are as released"
 
