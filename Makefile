@@ -179,7 +179,7 @@ CONFIGURED_INCLUDES = $(patsubst -I%,-isystem %,$(filter -I%,$(shell $(PG_CONFIG
 # LINT_JOBS=N: cppcheck and clang-tidy on N files at once (scripts/test.sh:
 # one per CPU)
 LINT_JOBS ?= 1
-lint: check-sql-frozen shellcheck indent-check $(filter %.o,$(OBJS))
+lint: check-sql-frozen shellcheck indent-check tidy-perl-check $(filter %.o,$(OBJS))
 	bash $(srcdir)/scripts/modules.sh --self-test
 	bash $(srcdir)/scripts/modules.sh $(filter %.o,$(OBJS))
 	cppcheck -j $(LINT_JOBS) --error-exitcode=1 --enable=warning,performance,portability \
@@ -202,25 +202,30 @@ check-sql-frozen: $(DATA_built)
 
 # Formatting by machine (CONTRIBUTING.md).
 #
-# C: PostgreSQL's pgindent, with PostgreSQL's typedefs.list (found beside
-# pgindent in PostgreSQL's source tree, src/tools/pgindent, or PG_TYPEDEFS=)
-# and ours, typedefs.list; pgindent needs pg_bsd_indent (built from
-# src/tools/pg_bsd_indent) in PATH.  make indent rewrites the files, make
-# indent-check (run by make lint) fails if one needs it; both say so and
-# skip when pgindent is not at hand.  (Not PGINDENT: pgindent reads that
-# from the environment as the path of pg_bsd_indent.)
-PGINDENT_SCRIPT ?= $(shell command -v pgindent 2>/dev/null)
+# C: PostgreSQL's pgindent, with PostgreSQL's typedefs.list and ours,
+# typedefs.list.  scripts/pgindent_build.sh (as root; scripts/test.sh runs
+# it) puts pgindent of the pinned PostgreSQL 18 tarball, its typedefs.list
+# and its pg_bsd_indent in PGINDENT_DIR; PGINDENT_SCRIPT=/path/to/pgindent
+# takes another (with PG_TYPEDEFS=, and pg_bsd_indent in PATH).  make
+# indent rewrites the files; make indent-check (run by make lint) fails if
+# one needs it, and fails without pgindent unless NO_PGINDENT=1 says to
+# skip it.  (Not PGINDENT: pgindent reads that from the environment as the
+# path of pg_bsd_indent.)
+PGINDENT_DIR ?= /var/cache/ssl_renegotiate/pgindent
+PGINDENT_SCRIPT ?= $(firstword $(wildcard $(PGINDENT_DIR)/pgindent) $(shell command -v pgindent 2>/dev/null))
 PG_TYPEDEFS ?= $(if $(PGINDENT_SCRIPT),$(dir $(PGINDENT_SCRIPT))typedefs.list)
+PG_BSD_INDENT = $(firstword $(wildcard $(dir $(PGINDENT_SCRIPT))pg_bsd_indent) pg_bsd_indent)
 INDENT_FILES = $(srcdir)/src $(srcdir)/test/t/peer $(srcdir)/test/t/clients/gnutls_copy.c \
 	$(srcdir)/bench/floor.c
 define run_pgindent
 	@if [ -z "$(PGINDENT_SCRIPT)" ]; then \
-		echo "make $@: skipped: no pgindent (PostgreSQL's source tree: src/tools/pgindent; PGINDENT_SCRIPT=/path/to/pgindent, with pg_bsd_indent from src/tools/pg_bsd_indent in PATH)"; \
+		echo "make $@: no pgindent: run scripts/pgindent_build.sh as root (or PGINDENT_SCRIPT=/path/to/pgindent; NO_PGINDENT=1 skips)" >&2; \
+		[ -n "$(NO_PGINDENT)" ]; \
 	elif [ ! -f "$(PG_TYPEDEFS)" ]; then \
-		echo "make $@: skipped: no PostgreSQL typedefs.list beside $(PGINDENT_SCRIPT) (PG_TYPEDEFS=/path/to/typedefs.list)"; \
+		echo "make $@: no PostgreSQL typedefs.list beside $(PGINDENT_SCRIPT) (PG_TYPEDEFS=/path/to/typedefs.list)" >&2; exit 1; \
 	else \
 		typedefs=$$(mktemp) && cat '$(PG_TYPEDEFS)' '$(srcdir)/typedefs.list' >"$$typedefs" && \
-		rc=0 && '$(PGINDENT_SCRIPT)' --typedefs="$$typedefs" $(1) $(INDENT_FILES) || rc=$$?; \
+		rc=0 && PGINDENT='$(PG_BSD_INDENT)' '$(PGINDENT_SCRIPT)' --typedefs="$$typedefs" $(1) $(INDENT_FILES) || rc=$$?; \
 		rm -f "$$typedefs"; \
 		case $$rc in \
 			0) ;; \
@@ -234,13 +239,20 @@ indent:
 indent-check:
 	$(call run_pgindent,--check --diff)
 
-# Perl: perltidy with PostgreSQL's settings (.perltidyrc); FILES= for some
-# files only (default: every Perl file of the tree).
+# Perl: perltidy with PostgreSQL's settings (.perltidyrc), Debian 12's
+# perltidy (20220613); FILES= for some files only (default: every Perl file
+# of the tree).  make tidy-perl rewrites them; make tidy-perl-check (run by
+# make lint) fails if one needs it.
 PERLTIDY ?= perltidy
 PERL_FILES = $(wildcard $(srcdir)/test/t/*.pl $(srcdir)/test/t/*.pm $(srcdir)/scripts/*.pl)
 tidy-perl:
-	@command -v $(PERLTIDY) >/dev/null || { echo "make $@: skipped: no perltidy (Debian: apt-get install perltidy)"; exit 0; }; \
 	$(PERLTIDY) --profile=$(srcdir)/.perltidyrc $(or $(FILES),$(PERL_FILES))
+tidy-perl-check:
+	@bad=; for f in $(or $(FILES),$(PERL_FILES)); do \
+		$(PERLTIDY) --profile=$(srcdir)/.perltidyrc -st -se "$$f" | diff -u "$$f" - || bad="$$bad $$f"; \
+	done; \
+	if [ -n "$$bad" ]; then echo "make $@: not as perltidy formats them:$$bad (make tidy-perl FILES=...)" >&2; exit 1; fi
+	@echo "tidy-perl-check: $(words $(or $(FILES),$(PERL_FILES))) Perl files as perltidy formats them"
 
 # Shell: every script, shellcheck clean (.shellcheckrc), run by make lint.
 SHELL_SCRIPTS = $(wildcard $(srcdir)/scripts/*.sh $(srcdir)/bench/*.sh $(srcdir)/bench/run/*.sh \
@@ -248,7 +260,7 @@ SHELL_SCRIPTS = $(wildcard $(srcdir)/scripts/*.sh $(srcdir)/bench/*.sh $(srcdir)
 shellcheck:
 	shellcheck $(SHELL_SCRIPTS)
 
-.PHONY: lint check-sql-frozen indent indent-check tidy-perl shellcheck installcheck-server check-all check-not-preloaded check-preloaded check-tap clean-checks
+.PHONY: lint check-sql-frozen indent indent-check tidy-perl tidy-perl-check shellcheck installcheck-server check-all check-not-preloaded check-preloaded check-tap clean-checks
 
 clean: clean-checks
 clean-checks:

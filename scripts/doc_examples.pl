@@ -35,7 +35,8 @@ $command //= '';
 
 if ($command eq 'list')
 {
-	printf "%s:%d %s %s\n", $_->{file}, $_->{line}, $_->{lang}, $_->{name} // '-'
+	printf "%s:%d %s %s\n", $_->{file}, $_->{line}, $_->{lang},
+	  $_->{name} // '-'
 	  for examples($top);
 	exit 0;
 }
@@ -53,13 +54,16 @@ if ($command eq 'check' && @args == 1)
 {
 	exit check_log($args[0]);
 }
-print STDERR "usage: doc_examples.pl list | show NAME | run NAME | check LOG\n";
+print STDERR
+  "usage: doc_examples.pl list | show NAME | run NAME | check LOG\n";
 exit 2;
 
 sub named_shell_example
 {
 	my ($name) = @_;
-	return grep { $_->{lang} eq 'sh' && ($_->{name} // '') eq $name } examples($top);
+	return
+	  grep { $_->{lang} eq 'sh' && ($_->{name} // '') eq $name }
+	  examples($top);
 }
 
 sub run_example
@@ -73,11 +77,13 @@ sub run_example
 	print "==> $ex->{file}:$ex->{line}, example $name\n";
 	local $ENV{SSLR_DOC_EXAMPLE} = $name;
 	my $ok;
+
 	if (defined $ex->{expected})
 	{
 		my $out = output_of('bash', '-euo', 'pipefail', '-c', $ex->{body});
 		print $out;
-		my $mismatch = $? == 0 ? output_mismatch($ex->{expected}, $out) : "exit status $?";
+		my $mismatch =
+		  $? == 0 ? output_mismatch($ex->{expected}, $out) : "exit status $?";
 		print "doc_examples.pl: $name: $mismatch\n" if defined $mismatch;
 		$ok = !defined $mismatch;
 	}
@@ -99,7 +105,8 @@ sub output_of
 		open(STDERR, '>&', \*STDOUT) or die "cannot dup stdout: $!";
 		exec @cmd or die "cannot run $cmd[0]: $!";
 	}
-	my $out = do { local $/; <$ph> } // '';
+	my $out = do { local $/; <$ph> }
+	  // '';
 	close $ph;
 	return $out;
 }
@@ -123,7 +130,8 @@ sub check_log
 		while (<$fh>)
 		{
 			# a FAILED line wins over an ok of another run of the same one
-			$result{$2} = $1 if /^(ok|FAILED) (\S+)$/ && ($result{$2} // '') ne 'FAILED';
+			$result{$2} = $1
+			  if /^(ok|FAILED) (\S+)$/ && ($result{$2} // '') ne 'FAILED';
 		}
 		close $fh;
 	}
@@ -131,13 +139,14 @@ sub check_log
 	for my $ex (grep { $_->{lang} eq 'sh' } examples($top))
 	{
 		my $where = "$ex->{file}:$ex->{line}";
-		my $name  = $ex->{name};
+		my $name = $ex->{name};
 		my $state =
-		    !defined $name ? 'FAILED (no name: nothing can run it)'
+			!defined $name         ? 'FAILED (no name: nothing can run it)'
 		  : !exists $result{$name} ? 'FAILED (not run)'
 		  : $result{$name} eq 'ok' ? 'ok'
 		  :                          'FAILED';
-		printf "documentation example %s: %s %s\n", $state, $where, $name // '';
+		printf "documentation example %s: %s %s\n", $state, $where,
+		  $name // '';
 		$state eq 'ok' ? $passed++ : $failed++;
 	}
 	print "Documentation examples: $passed passed, $failed failed\n";

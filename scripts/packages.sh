@@ -11,7 +11,7 @@
 #             and libc6-dev, which gcc only recommends), the
 #             openssl program (certificates), ss (free ports);
 #   test      scripts/test.sh: TAP (IPC::Run), make lint (cppcheck,
-#             clang-tidy), test/t/021's Java client (JDK, pgjdbc), test/t/025's
+#             clang-tidy, shellcheck, perltidy), test/t/021's Java client (JDK, pgjdbc), test/t/025's
 #             GnuTLS and rustls clients (GnuTLS headers, cargo, rustc,
 #             Debian's Rust crates), test/t/050's
 #             exporter and promtool, test/t/051's pgbouncer; daemon, which the
@@ -37,7 +37,7 @@ SSLR_GNUTLS_CLIENT_PACKAGES="libgnutls28-dev pkg-config gcc"
 SSLR_RUSTLS_CLIENT_PACKAGES="cargo rustc librust-tokio-postgres-dev
 librust-tokio-rustls-dev librust-rustls-dev librust-rustls-pemfile-dev
 librust-tokio-dev librust-futures-util-dev librust-md-5-dev librust-bytes-dev"
-SSLR_TEST_PACKAGES="libipc-run-perl cppcheck clang-tidy
+SSLR_TEST_PACKAGES="libipc-run-perl cppcheck clang-tidy shellcheck perltidy
 default-jre-headless default-jdk-headless libpostgresql-jdbc-java
 pgbouncer prometheus prometheus-postgres-exporter daemon
 $SSLR_PATRONI_PACKAGES

@@ -51,7 +51,9 @@ is( $node->safe_psql(
 for my $h ('localhost', '127.0.0.1')
 {
 	my $c = $node->{_sslr_certs}{ca_crt};
-	my $connstr = tls_connstr($node, sslmode => 'verify-full',
+	my $connstr = tls_connstr(
+		$node,
+		sslmode => 'verify-full',
 		sslrootcert => $c);
 	$connstr =~ s/host=127\.0\.0\.1/host=$h/;
 	is($node->safe_psql('postgres', 'SELECT 1', connstr => $connstr),
@@ -92,7 +94,8 @@ cmp_ok($sent - $sent0, '>', 5_000_000, 'more than 5 MB sent by the backend');
 cmp_ok($sent, '<', 10_000_000, 'but not absurdly more');
 cmp_ok($rcv, '>', $rcv0, 'bytes received grew (the COPY query)');
 cmp_ok($rcv, '<', 100_000, 'received stays small');
-is($bsent - $retrans, $sent,
+is($bsent - $retrans,
+	$sent,
 	'bytes_sent less retransmitted bytes == bytes_acked once quiescent')
   if defined $bsent;
 is_deeply(

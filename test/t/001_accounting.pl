@@ -88,8 +88,10 @@ sub settled_kernel_tls_counts
 	my ($node, $pid) = @_;
 	my ($rcv, $acked, undef, $retrans) = kernel_counts($node, $pid);
 	return () unless defined $rcv;
-	note "kernel, backend $pid: received $rcv, acked $acked, retransmitted $retrans";
-	return ($rcv - SSL_REQUEST_CLIENT_BYTES, $acked - SSL_REQUEST_SERVER_BYTES);
+	note
+	  "kernel, backend $pid: received $rcv, acked $acked, retransmitted $retrans";
+	return ($rcv - SSL_REQUEST_CLIENT_BYTES,
+		$acked - SSL_REQUEST_SERVER_BYTES);
 }
 
 # Compare a row with the kernel: the core assertion of this file.
@@ -100,16 +102,21 @@ sub is_exact
 	ok(defined $row, "$what: backend has a row in ssl_renegotiate_activity");
 	$row //= {};
 	ok(defined $krcv, "$what: kernel socket found");
-	is($row->{bytes_received}, $krcv,
-		"$what: bytes_received == kernel bytes_received - 8");
+	is($row->{bytes_received},
+		$krcv, "$what: bytes_received == kernel bytes_received - 8");
 	is($row->{bytes_sent}, $ksent,
 		"$what: bytes_sent == kernel bytes_acked - 1");
-	note "$what: view received=" . ($row->{bytes_received} // 'undef')
-	  . " sent=" . ($row->{bytes_sent} // 'undef')
-	  . " records r/s=" . ($row->{records_received} // 'undef')
-	  . "/" . ($row->{records_sent} // 'undef') . ";"
-	  . " kernel-less-SSLRequest received=" . ($krcv // 'undef')
-	  . " sent=" . ($ksent // 'undef');
+	note "$what: view received="
+	  . ($row->{bytes_received} // 'undef')
+	  . " sent="
+	  . ($row->{bytes_sent} // 'undef')
+	  . " records r/s="
+	  . ($row->{records_received} // 'undef') . "/"
+	  . ($row->{records_sent}     // 'undef') . ";"
+	  . " kernel-less-SSLRequest received="
+	  . ($krcv // 'undef')
+	  . " sent="
+	  . ($ksent // 'undef');
 	return;
 }
 
@@ -179,7 +186,7 @@ my $node = new_tls_node(
 	my $old = slurp_file($hba);
 	unlink $hba or die "unlink $hba: $!";
 	append_to_file($hba,
-		    "hostssl all regress_rejected 127.0.0.1/32 reject\n"
+			"hostssl all regress_rejected 127.0.0.1/32 reject\n"
 		  . "hostssl all regress_pw       127.0.0.1/32 scram-sha-256\n"
 		  . $old);
 }
@@ -188,13 +195,18 @@ $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION ssl_renegotiate');
 is( $node->safe_psql(
 		'postgres',
-		"SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate'"),
+		"SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate'"
+	),
 	'1.3',
 	'CREATE EXTENSION ssl_renegotiate over the Unix socket');
-is($node->safe_psql('postgres', q{SELECT current_setting('ssl_renegotiate.byte_limit')}),
-	'0', 'ssl_renegotiate.byte_limit = 0: accounting only, no rotation');
-is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity'),
-	'0', 'no TLS backend yet: the view is empty');
+is( $node->safe_psql(
+		'postgres', q{SELECT current_setting('ssl_renegotiate.byte_limit')}),
+	'0',
+	'ssl_renegotiate.byte_limit = 0: accounting only, no rotation');
+is( $node->safe_psql(
+		'postgres', 'SELECT count(*) FROM ssl_renegotiate_activity'),
+	'0',
+	'no TLS backend yet: the view is empty');
 
 # ---------------------------------------------------------------------
 # 3. A TCP connection without TLS: no row, NULL session functions, no
@@ -221,18 +233,27 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 		'TCP without TLS: no row in the view, session functions NULL');
 	my $t1 = totals_row($node);
 	is_deeply(
-		[ @$t1{qw(connections bytes_sent bytes_received records_sent records_received)} ],
-		[ @$t0{qw(connections bytes_sent bytes_received records_sent records_received)} ],
+		[
+			@$t1{
+				qw(connections bytes_sent bytes_received records_sent records_received)
+			}
+		],
+		[
+			@$t0{
+				qw(connections bytes_sent bytes_received records_sent records_received)
+			}
+		],
 		'TCP without TLS: totals unchanged');
 
 	# while such a session is live, too
-	my $s = $node->background_psql('postgres',
-		extra_params => [ '-d', $nossl ]);
+	my $s =
+	  $node->background_psql('postgres', extra_params => [ '-d', $nossl ]);
 	my $pid = $s->query_safe('SELECT pg_backend_pid()');
-	is($node->safe_psql('postgres',
-			"SELECT ssl FROM pg_stat_ssl WHERE pid = $pid"),
-		'f', 'background TCP session without TLS');
-	ok(!defined activity_row($node, $pid),
+	is( $node->safe_psql(
+			'postgres', "SELECT ssl FROM pg_stat_ssl WHERE pid = $pid"),
+		'f',
+		'background TCP session without TLS');
+	ok( !defined activity_row($node, $pid),
 		'live TCP session without TLS has no row');
 	$s->quit;
 }
@@ -249,10 +270,14 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 	my $ok = IPC::Run::run(
 		[
 			'pg_basebackup', '-d', tls_connstr($node, tls => '1.3'),
-			'-D', $target, '-X', 'fetch', '--no-sync',
-			'-c', 'fast', '-w'
+			'-D', $target, '-X', 'fetch', '--no-sync', '-c', 'fast', '-w'
 		],
-		'<', \undef, '>', \$stdout, '2>', \$stderr);
+		'<',
+		\undef,
+		'>',
+		\$stdout,
+		'2>',
+		\$stderr);
 	ok($ok, 'pg_basebackup over TLS 1.3') or diag $stderr;
 
 	# its walsender has exited once no walsender is left
@@ -270,10 +295,16 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 		1, 'pg_basebackup -X fetch: one TLS connection counted');
 	cmp_ok($t1->{bytes_sent} - $t0->{bytes_sent},
 		'>=', $size, 'totals bytes_sent grew by at least the backup size');
-	cmp_ok($t1->{bytes_sent} - $t0->{bytes_sent},
-		'<', 2 * $size + 1_000_000, 'pg_basebackup: ... but not absurdly more');
-	cmp_ok($t1->{records_sent} - $t0->{records_sent},
-		'>=', int($size / 16384), 'records_sent grew accordingly');
+	cmp_ok(
+		$t1->{bytes_sent} - $t0->{bytes_sent},
+		'<',
+		2 * $size + 1_000_000,
+		'pg_basebackup: ... but not absurdly more');
+	cmp_ok(
+		$t1->{records_sent} - $t0->{records_sent},
+		'>=',
+		int($size / 16384),
+		'records_sent grew accordingly');
 }
 
 {
@@ -289,9 +320,11 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 	);
 	ok(defined $rep, 'standby streams');
 	my $wpid = $rep->{pid};
-	is($node->safe_psql('postgres',
+	is( $node->safe_psql(
+			'postgres',
 			"SELECT ssl, version FROM pg_stat_ssl WHERE pid = $wpid"),
-		't|TLSv1.3', 'the standby streams over TLS 1.3');
+		't|TLSv1.3',
+		'the standby streams over TLS 1.3');
 
 	my $row = activity_row($node, $wpid);
 	ok(defined $row, 'walsender has a row in ssl_renegotiate_activity');
@@ -301,7 +334,8 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 	is($row->{version}, 'TLSv1.3', '... version TLSv1.3');
 	is( $node->safe_psql(
 			'postgres',
-			"SELECT count(*) FROM ssl_renegotiate_activity WHERE backend_type = 'walsender'"),
+			"SELECT count(*) FROM ssl_renegotiate_activity WHERE backend_type = 'walsender'"
+		),
 		'1',
 		'exactly one walsender row');
 
@@ -315,7 +349,11 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 		$r = activity_row($node, $wpid);
 		@k = settled_kernel_tls_counts($node, $wpid);
 		last
-		  if defined $r && @k1 && @k && $k1[0] == $k[0] && $k1[1] == $k[1]
+		  if defined $r
+		  && @k1
+		  && @k
+		  && $k1[0] == $k[0]
+		  && $k1[1] == $k[1]
 		  && $r->{bytes_received} == $k[0]
 		  && $r->{bytes_sent} == $k[1];
 		usleep(200_000);
@@ -335,15 +373,19 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 	my $w1 = query_row_hash($node, $wal_sql);
 	ok(defined $w1, 'same walsender after writing WAL');
 	my $streamed = $node->safe_psql('postgres',
-		"SELECT pg_wal_lsn_diff('$w1->{sent_lsn}', '$w0->{sent_lsn}')::bigint");
+		"SELECT pg_wal_lsn_diff('$w1->{sent_lsn}', '$w0->{sent_lsn}')::bigint"
+	);
 	note "walsender streamed $streamed bytes of WAL; its bytes_sent grew by "
 	  . ($w1->{bytes_sent} - $w0->{bytes_sent});
 	cmp_ok($streamed, '>', 5_000_000, 'several MB of WAL streamed');
 	cmp_ok($w1->{bytes_sent} - $w0->{bytes_sent},
 		'>=', $streamed,
 		"walsender's bytes_sent grew by at least the WAL streamed");
-	cmp_ok($w1->{bytes_sent} - $w0->{bytes_sent},
-		'<', 2 * $streamed, 'walsender: ... but not absurdly more');
+	cmp_ok(
+		$w1->{bytes_sent} - $w0->{bytes_sent},
+		'<',
+		2 * $streamed,
+		'walsender: ... but not absurdly more');
 	cmp_ok($w1->{bytes_received}, '>', $w0->{bytes_received},
 		"walsender's bytes_received grew (standby feedback)");
 	is($standby->safe_psql('postgres', 'SELECT count(*) FROM walgen'),
@@ -403,8 +445,8 @@ for my $v ('1.3', '1.2')
 		"$what: \\copy TO: client file identical to the table");
 	my ($row_out, @k_out) = settled_row($node, $pid, "$what after COPY TO");
 	is_exact($row_out, $k_out[0], $k_out[1], "$what after COPY TO");
-	cmp_ok($row_out->{bytes_sent}, '>', $fsize,
-		"$what: bytes_sent > size of the data");
+	cmp_ok($row_out->{bytes_sent},
+		'>', $fsize, "$what: bytes_sent > size of the data");
 
 	# in: client -> server
 	$s->query_safe("\\copy big_in FROM '$file'");
@@ -418,20 +460,26 @@ for my $v ('1.3', '1.2')
 	# records
 	for my $dir (qw(sent received))
 	{
-		my $bytes   = $row->{"bytes_$dir"}   // 0;
+		my $bytes = $row->{"bytes_$dir"} // 0;
 		my $records = $row->{"records_$dir"} // 0;
-		my $per     = $records > 0 ? $bytes / $records : 0;
+		my $per = $records > 0 ? $bytes / $records : 0;
 		cmp_ok($records, '>', 0, "$what: records_$dir > 0");
-		cmp_ok($per, '<=', 16384 + 256,
+		cmp_ok(
+			$per, '<=',
+			16384 + 256,
 			"$what: bytes_$dir / records_$dir <= 16384 + 256");
 		cmp_ok($per, '>=', 5, "$what: bytes_$dir / records_$dir >= 5");
-		cmp_ok($records, '>=', int($fsize / MAX_RECORD),
+		cmp_ok(
+			$records, '>=',
+			int($fsize / MAX_RECORD),
 			"$what: records_$dir >= data / largest record");
 		note sprintf("%s: %s %d bytes in %d records (%.1f per record)",
 			$what, $dir, $bytes, $records, $per);
 	}
-	is_deeply([ @$row{qw(rekeys_sent rekeys_received rekey_failures)} ],
-		[ 0, 0, 0 ], "$what: no rekey (limit = 0)");
+	is_deeply(
+		[ @$row{qw(rekeys_sent rekeys_received rekey_failures)} ],
+		[ 0, 0, 0 ],
+		"$what: no rekey (limit = 0)");
 
 	# version and cipher, joined with pg_stat_ssl
 	my $j = query_row_hash($node,
@@ -448,24 +496,31 @@ for my $v ('1.3', '1.2')
 	# run and nothing was sent since the row above; each call's result
 	# goes out after it
 	my @fn = qw(bytes_sent bytes_received records_sent records_received);
-	my $call = 'SELECT '
-	  . join(', ', map { "ssl_renegotiate_$_()" } @fn);
+	my $call = 'SELECT ' . join(', ', map { "ssl_renegotiate_$_()" } @fn);
 	my %c1;
 	@c1{@fn} = split /\|/, $s->query_safe($call);
 	my %c2;
 	@c2{@fn} = split /\|/, $s->query_safe($call);
-	note "$what: view before @$row{@fn}; first call @c1{@fn}; second call @c2{@fn}";
+	note
+	  "$what: view before @$row{@fn}; first call @c1{@fn}; second call @c2{@fn}";
 	is($c1{bytes_sent}, $row->{bytes_sent},
-		"$what: first ssl_renegotiate_bytes_sent() == view (nothing sent in between)");
+		"$what: first ssl_renegotiate_bytes_sent() == view (nothing sent in between)"
+	);
 	is($c1{records_sent}, $row->{records_sent},
 		"$what: first ssl_renegotiate_records_sent() == view");
-	cmp_ok($c1{bytes_received}, '>', $row->{bytes_received},
+	cmp_ok(
+		$c1{bytes_received}, '>',
+		$row->{bytes_received},
 		"$what: first ssl_renegotiate_bytes_received() > view (the query)");
-	cmp_ok($c1{records_received}, '>', $row->{records_received},
+	cmp_ok(
+		$c1{records_received}, '>',
+		$row->{records_received},
 		"$what: first ssl_renegotiate_records_received() > view");
+
 	for my $f (@fn)
 	{
-		cmp_ok($c2{$f}, '>', $c1{$f}, "$what: ssl_renegotiate_$f() increases");
+		cmp_ok($c2{$f}, '>', $c1{$f},
+			"$what: ssl_renegotiate_$f() increases");
 	}
 	my ($row3, @k3) = settled_row($node, $pid, "$what after the calls");
 	is_exact($row3, $k3[0], $k3[1], "$what after the calls");
@@ -482,8 +537,10 @@ $node->safe_psql('postgres', 'DROP TABLE big, big_in');
 # 5. Totals: live sessions, and sessions that exited
 # ---------------------------------------------------------------------
 
-is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity'),
-	'0', 'no TLS backend left before the totals tests');
+is( $node->safe_psql(
+		'postgres', 'SELECT count(*) FROM ssl_renegotiate_activity'),
+	'0',
+	'no TLS backend left before the totals tests');
 
 {
 	my $N = 3;
@@ -522,18 +579,23 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 	$s[0]->quit;
 	ok(wait_gone($node, $pid[0]), 'first session gone');
 	my $mixed = totals_row($node);
-	is($mixed->{connections}, $N, 'one exited, two live: connections unchanged');
+	is($mixed->{connections}, $N,
+		'one exited, two live: connections unchanged');
 	is($mixed->{bytes_sent}, $sum{bytes_sent},
 		'one exited, two live: bytes_sent == sum');
-	is($mixed->{bytes_received}, $sum{bytes_received} + TERMINATE_RECORD_TLS13,
+	is( $mixed->{bytes_received},
+		$sum{bytes_received} + TERMINATE_RECORD_TLS13,
 		'one exited, two live: bytes_received == sum + one Terminate record');
-	is($mixed->{records_received}, $sum{records_received} + 1,
+	is( $mixed->{records_received},
+		$sum{records_received} + 1,
 		'one exited, two live: records_received == sum + 1');
 
 	$_->quit for @s[ 1 .. $N - 1 ];
 	ok(wait_gone($node, @pid), 'all sessions gone');
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity'),
-		'0', 'no rows left');
+	is( $node->safe_psql(
+			'postgres', 'SELECT count(*) FROM ssl_renegotiate_activity'),
+		'0',
+		'no rows left');
 
 	# What the backends received after their last idle row is exactly the
 	# client's Terminate message: psql's PQfinish() sends 'X' + int32
@@ -549,14 +611,19 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 	my $t = totals_row($node);
 	is($t->{connections}, $N, "exited: totals connections == $N");
 	is($t->{bytes_sent}, $sum{bytes_sent},
-		'exited: totals bytes_sent == sum of the last rows (close_notify not counted)');
+		'exited: totals bytes_sent == sum of the last rows (close_notify not counted)'
+	);
 	is($t->{records_sent}, $sum{records_sent},
 		'exited: totals records_sent == sum of the last rows');
-	is($t->{bytes_received}, $sum{bytes_received} + $N * TERMINATE_RECORD_TLS13,
-		"exited: totals bytes_received == sum + $N Terminate records of 27 bytes");
-	is($t->{records_received}, $sum{records_received} + $N,
+	is( $t->{bytes_received},
+		$sum{bytes_received} + $N * TERMINATE_RECORD_TLS13,
+		"exited: totals bytes_received == sum + $N Terminate records of 27 bytes"
+	);
+	is( $t->{records_received},
+		$sum{records_received} + $N,
 		"exited: totals records_received == sum + $N");
-	note "totals after exit: sent $t->{bytes_sent} (sum $sum{bytes_sent}), received $t->{bytes_received} (sum $sum{bytes_received})";
+	note
+	  "totals after exit: sent $t->{bytes_sent} (sum $sum{bytes_sent}), received $t->{bytes_received} (sum $sum{bytes_received})";
 }
 
 # ---------------------------------------------------------------------
@@ -565,7 +632,8 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 
 {
 	my $before = totals_row($node);
-	cmp_ok($before->{connections}, '>', 0, 'totals not zero before the reset');
+	cmp_ok($before->{connections}, '>', 0,
+		'totals not zero before the reset');
 	$node->safe_psql('postgres', 'SELECT ssl_renegotiate_reset()');
 	my $t = totals_row($node);
 	is_deeply(
@@ -580,7 +648,8 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 		'after reset with no TLS session: every total is 0');
 	is( $node->safe_psql(
 			'postgres',
-			"SELECT stats_reset > '$before->{stats_reset}'::timestamptz FROM ssl_renegotiate_totals"),
+			"SELECT stats_reset > '$before->{stats_reset}'::timestamptz FROM ssl_renegotiate_totals"
+		),
 		't',
 		'stats_reset moved forward');
 
@@ -590,7 +659,9 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 		'postgres',
 		'SELECT ssl_renegotiate_reset()',
 		connstr => $node->connstr('postgres') . ' user=regress_nobody');
-	like($err, qr/permission denied for function ssl_renegotiate_reset/,
+	like(
+		$err,
+		qr/permission denied for function ssl_renegotiate_reset/,
 		'an ordinary role may not reset');
 
 	# a session live during the reset: only what it does afterwards counts
@@ -605,7 +676,11 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 	$node->safe_psql('postgres', 'SELECT ssl_renegotiate_reset()');
 	$t = totals_row($node);
 	is_deeply(
-		[ @$t{qw(connections bytes_sent bytes_received records_sent records_received)} ],
+		[
+			@$t{
+				qw(connections bytes_sent bytes_received records_sent records_received)
+			}
+		],
 		[ 0, 0, 0, 0, 0 ],
 		'reset with a live TLS session: totals 0 right after');
 	$s->query_safe(
@@ -616,13 +691,16 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 	$t = totals_row($node);
 	cmp_ok($r1->{bytes_sent} - $r0->{bytes_sent},
 		'>', 500_000, 'the session sent more after the reset');
-	is($t->{bytes_sent}, $r1->{bytes_sent} - $r0->{bytes_sent},
+	is( $t->{bytes_sent},
+		$r1->{bytes_sent} - $r0->{bytes_sent},
 		'totals bytes_sent == what the session sent after the reset');
-	is($t->{bytes_received}, $r1->{bytes_received} - $r0->{bytes_received},
+	is( $t->{bytes_received},
+		$r1->{bytes_received} - $r0->{bytes_received},
 		'totals bytes_received == what the session received after the reset');
-	is($t->{records_sent}, $r1->{records_sent} - $r0->{records_sent},
+	is( $t->{records_sent},
+		$r1->{records_sent} - $r0->{records_sent},
 		'totals records_sent == delta');
-	is($t->{records_received},
+	is( $t->{records_received},
 		$r1->{records_received} - $r0->{records_received},
 		'totals records_received == delta');
 	is($t->{connections}, 0,
@@ -631,10 +709,13 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 	$s->quit;
 	ok(wait_gone($node, $pid), 'session gone');
 	$t = totals_row($node);
-	is($t->{bytes_sent}, $r1->{bytes_sent} - $r0->{bytes_sent},
+	is( $t->{bytes_sent},
+		$r1->{bytes_sent} - $r0->{bytes_sent},
 		'after it exits: totals bytes_sent still == delta');
-	is($t->{bytes_received},
-		$r1->{bytes_received} - $r0->{bytes_received} + TERMINATE_RECORD_TLS13,
+	is( $t->{bytes_received},
+		$r1->{bytes_received} -
+		  $r0->{bytes_received} +
+		  TERMINATE_RECORD_TLS13,
 		'after it exits: totals bytes_received == delta + Terminate record');
 	is($t->{connections}, 0, 'after it exits: connections still 0');
 }
@@ -662,7 +743,8 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 
 	my $as = sub {
 		my ($role) = @_;
-		return query_row_hash($node,
+		return query_row_hash(
+			$node,
 			"SELECT * FROM ssl_renegotiate_activity WHERE pid = $pid",
 			connstr => $node->connstr('postgres') . " user=$role");
 	};
@@ -670,7 +752,8 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 	my $su = activity_row($node, $pid);
 	is($su->{usesysid}, $alice_oid, "usesysid is regress_alice's oid");
 	is( $node->safe_psql(
-			'postgres', "SELECT usesysid FROM pg_stat_activity WHERE pid = $pid"),
+			'postgres',
+			"SELECT usesysid FROM pg_stat_activity WHERE pid = $pid"),
 		$su->{usesysid},
 		'usesysid as in pg_stat_activity');
 
@@ -689,13 +772,12 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 		is($r->{usesysid}, $alice_oid, "$role: usesysid");
 		is($r->{version}, 'TLSv1.3', "$role: version");
 		is($r->{cipher}, $su->{cipher}, "$role: cipher");
-		cmp_ok($r->{bytes_sent} // 0, '>', 0, "$role: bytes_sent");
+		cmp_ok($r->{bytes_sent}     // 0, '>', 0, "$role: bytes_sent");
 		cmp_ok($r->{bytes_received} // 0, '>', 0, "$role: bytes_received");
 		is($r->{bytes_sent}, $su->{bytes_sent},
 			"$role: bytes_sent as the superuser sees it");
-		is_deeply(
-			[ grep { !defined $r->{$_} } @hidden_cols ],
-			[ 'last_rekey' ],
+		is_deeply([ grep { !defined $r->{$_} } @hidden_cols ],
+			['last_rekey'],
 			"$role: every column but last_rekey (no rekey yet) has a value");
 	}
 	$s->quit;
@@ -715,18 +797,22 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 
 	my $t0 = totals_row($node);
 	my ($ret, $out, $err) = $node->psql(
-		'postgres', 'SELECT 1',
+		'postgres',
+		'SELECT 1',
 		connstr => tls_connstr(
 			$node,
-			tls   => '1.3',
-			user  => 'regress_pw',
+			tls => '1.3',
+			user => 'regress_pw',
 			extra => 'password=wrong'),
 		extra_params => ['-w']);
 	isnt($ret, 0, 'wrong password: login fails');
-	like($err, qr/password authentication failed for user "regress_pw"/,
+	like(
+		$err,
+		qr/password authentication failed for user "regress_pw"/,
 		'wrong password: the server said so (over TLS)');
 	my $t1 = wait_totals_connections_change($node, $t0->{connections});
-	is($t1->{connections}, $t0->{connections} + 1,
+	is( $t1->{connections},
+		$t0->{connections} + 1,
 		'failed password login over TLS counted in totals.connections');
 	cmp_ok($t1->{bytes_sent}, '>', $t0->{bytes_sent},
 		'... and its bytes_sent (handshake, error)');
@@ -747,11 +833,15 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity')
 		  tls_connstr($node, tls => '1.3', user => 'regress_rejected'),
 		extra_params => ['-w']);
 	isnt($ret, 0, 'pg_hba.conf reject: login fails');
-	like($err, qr/pg_hba\.conf rejects connection .*SSL encryption/,
+	like(
+		$err,
+		qr/pg_hba\.conf rejects connection .*SSL encryption/,
 		'pg_hba.conf reject: rejected on the TLS connection');
 	my $t2 = wait_totals_connections_change($node, $t1->{connections});
-	is($t2->{connections}, $t1->{connections} + 1,
-		'login rejected by pg_hba.conf over TLS counted in totals.connections');
+	is( $t2->{connections},
+		$t1->{connections} + 1,
+		'login rejected by pg_hba.conf over TLS counted in totals.connections'
+	);
 	cmp_ok($t2->{bytes_sent}, '>', $t1->{bytes_sent},
 		'... and its bytes_sent');
 }

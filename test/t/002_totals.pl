@@ -49,7 +49,9 @@ my @COUNTERS = qw(bytes_sent bytes_received records_sent records_received);
 sub totals_as
 {
 	my ($user) = @_;
-	return query_row_hash($node, 'SELECT * FROM ssl_renegotiate_totals',
+	return query_row_hash(
+		$node,
+		'SELECT * FROM ssl_renegotiate_totals',
 		connstr => $node->connstr('postgres') . " user=$user");
 }
 
@@ -86,16 +88,16 @@ sub wait_gone
 # 1. a superuser's traffic is hidden from a plain role, live and exited
 # ---------------------------------------------------------------------
 {
-	my $s   = background_tls_psql($node, tls_connstr($node, tls => '1.3'));
+	my $s = background_tls_psql($node, tls_connstr($node, tls => '1.3'));
 	my $pid = $s->query_safe('SELECT pg_backend_pid()');
 
-	my $plain0   = totals_as('regress_plain');
+	my $plain0 = totals_as('regress_plain');
 	my $monitor0 = totals_as('regress_monitor');
 	$s->query_safe(q{SELECT repeat('x', 100000)});
-	my $plain1   = totals_as('regress_plain');
+	my $plain1 = totals_as('regress_plain');
 	my $monitor1 = totals_as('regress_monitor');
 
-	ok(all_hidden($plain0) && all_hidden($plain1),
+	ok( all_hidden($plain0) && all_hidden($plain1),
 		'plain role: the totals are hidden while a superuser session sent 100 kB'
 	) or diag explain [ $plain0, $plain1 ];
 	ok(defined $plain1->{stats_reset},
@@ -105,7 +107,8 @@ sub wait_gone
 	cmp_ok(delta($monitor0, $monitor1, 'bytes_received'),
 		'>', 0, 'pg_read_all_stats: sees the query it received');
 
-	my $row = query_row_hash($node,
+	my $row = query_row_hash(
+		$node,
 		"SELECT * FROM ssl_renegotiate_activity WHERE pid = $pid",
 		connstr => $node->connstr('postgres') . ' user=regress_plain');
 	ok($row && !defined $row->{bytes_sent},
@@ -113,55 +116,58 @@ sub wait_gone
 
 	$s->quit;
 	ok(wait_gone($pid), 'the superuser session exited');
-	my $plain2   = totals_as('regress_plain');
+	my $plain2 = totals_as('regress_plain');
 	my $monitor2 = totals_as('regress_monitor');
 	ok(all_hidden($plain2),
 		'plain role: the totals stay hidden after the session exited')
 	  or diag explain $plain2;
 	cmp_ok(delta($monitor1, $monitor2, 'connections'),
 		'==', 0, 'pg_read_all_stats: the exit moves no connection');
-	ok(same_counters($monitor1, $monitor2) || delta($monitor1, $monitor2, 'bytes_sent') < 100,
-		'pg_read_all_stats: the exit moves at most the closing alert')
-	  or diag explain [ $monitor1, $monitor2 ];
+	ok( same_counters($monitor1, $monitor2)
+		  || delta($monitor1, $monitor2, 'bytes_sent') < 100,
+		'pg_read_all_stats: the exit moves at most the closing alert'
+	) or diag explain [ $monitor1, $monitor2 ];
 }
 
 # ---------------------------------------------------------------------
 # 2. a reset while a hidden session is live
 # ---------------------------------------------------------------------
 {
-	my $s   = background_tls_psql($node, tls_connstr($node, tls => '1.3'));
+	my $s = background_tls_psql($node, tls_connstr($node, tls => '1.3'));
 	my $pid = $s->query_safe('SELECT pg_backend_pid()');
 	$s->query_safe(q{SELECT repeat('x', 200000)});
 
 	$node->safe_psql('postgres', 'SELECT ssl_renegotiate_reset()');
 	my $t = totals_as('regress_monitor');
-	ok(!grep({ $t->{$_} != 0 } @COUNTERS, 'connections'),
-		"regress_monitor: all zero right after the reset")
-	  or diag explain $t;
-	ok(all_hidden(totals_as('regress_plain')),
+	ok( !grep({ $t->{$_} != 0 } @COUNTERS, 'connections'),
+		"regress_monitor: all zero right after the reset") or diag explain $t;
+	ok( all_hidden(totals_as('regress_plain')),
 		'regress_plain: hidden right after the reset');
 
 	$s->query_safe(q{SELECT repeat('x', 50000)});
-	my $plain   = totals_as('regress_plain');
+	my $plain = totals_as('regress_plain');
 	my $monitor = totals_as('regress_monitor');
 	ok(all_hidden($plain), 'regress_plain: hidden while the session is live')
 	  or diag explain $plain;
-	cmp_ok($monitor->{bytes_sent}, '>=', 50000,
-		'regress_monitor: the 50 kB sent since the reset');
-	cmp_ok($monitor->{bytes_sent}, '<', 100000,
+	cmp_ok($monitor->{bytes_sent},
+		'>=', 50000, 'regress_monitor: the 50 kB sent since the reset');
+	cmp_ok($monitor->{bytes_sent},
+		'<', 100000,
 		'regress_monitor: ... and none of the 200 kB sent before it');
 
 	$s->quit;
 	ok(wait_gone($pid), 'the session exited');
-	ok(all_hidden(totals_as('regress_plain')),
+	ok( all_hidden(totals_as('regress_plain')),
 		'regress_plain: hidden after the session exited');
 	$monitor = totals_as('regress_monitor');
-	cmp_ok($monitor->{bytes_sent}, '>=', 50000,
+	cmp_ok($monitor->{bytes_sent},
+		'>=', 50000,
 		'regress_monitor: the traffic since the reset, after the exit');
-	cmp_ok($monitor->{bytes_sent}, '<', 100000,
+	cmp_ok($monitor->{bytes_sent},
+		'<', 100000,
 		'regress_monitor: ... without what was sent before the reset');
-	is($monitor->{connections}, 0,
-		'connections: the session connected before the reset');
+	is($monitor->{connections},
+		0, 'connections: the session connected before the reset');
 }
 
 # ---------------------------------------------------------------------
@@ -172,10 +178,13 @@ sub check_early_exit
 {
 	my ($what, %opts) = @_;
 	my $t0 = totals_row($node);
-	my $r = run_hostile_peer($peer, $node,
-		args => [ '--no-startup', 'silence' ], %opts);
+	my $r = run_hostile_peer(
+		$peer, $node,
+		args => [ '--no-startup', 'silence' ],
+		%opts);
 	is($r->{result}, 'closed', "$what: the server closed the connection");
-	like($r->{tcp_bytes_acked}, qr/^\d+$/, "$what: the client's kernel counts");
+	like($r->{tcp_bytes_acked}, qr/^\d+$/,
+		"$what: the client's kernel counts");
 
 	my $t1 = totals_row($node);
 	is(delta($t0, $t1, 'connections'), 1, "$what: the connection is counted");
@@ -191,11 +200,14 @@ sub check_early_exit
 	# the backend's exit closed the socket; when it exits with input unread
 	# the kernel resets the connection instead, and an RST takes none (seen
 	# once on 17 in a fresh root).  Either way exact to that one number.
-	my $sent    = delta($t0, $t1, 'bytes_sent');
+	my $sent = delta($t0, $t1, 'bytes_sent');
 	my $on_wire = $r->{tcp_bytes_received} - SSL_REQUEST_SERVER_BYTES;
 	ok( $sent == $on_wire - 1 || $sent == $on_wire,
 		"$what: bytes_sent = what the client's kernel received, less the answer 'S' and the FIN if any"
-	) or diag("bytes_sent $sent, the client's kernel $r->{tcp_bytes_received}, io: $r->{io_error}");
+	  )
+	  or diag(
+		"bytes_sent $sent, the client's kernel $r->{tcp_bytes_received}, io: $r->{io_error}"
+	  );
 	cmp_ok(delta($t0, $t1, 'records_received'),
 		'>=', 2, "$what: its handshake records are counted");
 	return;
@@ -218,9 +230,12 @@ check_early_exit(
 			$killed = defined $pid && kill('TERM', $pid);
 		}
 	});
-ok($killed, 'SIGTERM while waiting for the startup packet: the backend was found and signalled');
+ok($killed,
+	'SIGTERM while waiting for the startup packet: the backend was found and signalled'
+);
 
-unlike(slurp_file($node->logfile),
+unlike(
+	slurp_file($node->logfile),
 	qr/terminated by signal|server process .* was terminated/,
 	'no backend crashed');
 

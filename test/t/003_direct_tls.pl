@@ -22,7 +22,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SslrTest;
 
-my $node = new_tls_node('direct_tls', conf => "ssl_renegotiate.byte_limit = 64kB\n");
+my $node =
+  new_tls_node('direct_tls', conf => "ssl_renegotiate.byte_limit = 64kB\n");
 $node->start;
 if ($node->safe_psql('postgres', 'SHOW server_version_num') < 170000)
 {
@@ -31,16 +32,20 @@ if ($node->safe_psql('postgres', 'SHOW server_version_num') < 170000)
 $node->safe_psql('postgres', 'CREATE EXTENSION ssl_renegotiate');
 
 my $ROWS = 20000;
-my $tmp  = PostgreSQL::Test::Utils::tempdir('direct');
+my $tmp = PostgreSQL::Test::Utils::tempdir('direct');
 
 for my $negotiation ('direct', 'postgres')
 {
-	my $connstr = tls_connstr($node, tls => '1.3', extra => "sslnegotiation=$negotiation");
-	my $s   = background_tls_psql($node, $connstr);
+	my $connstr = tls_connstr(
+		$node,
+		tls => '1.3',
+		extra => "sslnegotiation=$negotiation");
+	my $s = background_tls_psql($node, $connstr);
 	my $pid = $s->query_safe('SELECT pg_backend_pid()');
 	my $file = "$tmp/$negotiation.copy";
 	$s->query_safe(
-		"\\copy (SELECT i, md5(i::text) || repeat('x', 100) FROM generate_series(1, $ROWS) i) to '$file'");
+		"\\copy (SELECT i, md5(i::text) || repeat('x', 100) FROM generate_series(1, $ROWS) i) to '$file'"
+	);
 	ok(wait_idle($node, $pid), "$negotiation: session idle");
 	my ($rcv, $acked) = kernel_counts($node, $pid);
 	my $row = activity_row($node, $pid);
@@ -53,10 +58,15 @@ for my $negotiation ('direct', 'postgres')
 		[ $row->{bytes_received}, $row->{bytes_sent} ],
 		[ $want_rcv, $want_sent ],
 		"$negotiation: counts equal the kernel's"
-		  . ($negotiation eq 'direct' ? ' exactly' : ' less the SSLRequest exchange')
+		  . (
+			$negotiation eq 'direct'
+			? ' exactly'
+			: ' less the SSLRequest exchange')
 		  . " ($row->{bytes_received} received, $row->{bytes_sent} sent)");
-	cmp_ok($row->{rekeys_sent}, '>=', 10, "$negotiation: the server's key rotated during the COPY");
-	is(file_md5($file), series_copy_md5($node, $ROWS, 100),
+	cmp_ok($row->{rekeys_sent}, '>=', 10,
+		"$negotiation: the server's key rotated during the COPY");
+	is( file_md5($file),
+		series_copy_md5($node, $ROWS, 100),
 		"$negotiation: the COPY arrived intact");
 	$s->quit;
 }

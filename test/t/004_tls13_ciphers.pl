@@ -22,7 +22,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SslrTest;
 
-my $node = new_tls_node('tls13_ciphers', conf => "ssl_renegotiate.byte_limit = 64kB\n");
+my $node = new_tls_node('tls13_ciphers',
+	conf => "ssl_renegotiate.byte_limit = 64kB\n");
 $node->start;
 if ($node->safe_psql('postgres', 'SHOW server_version_num') < 180000)
 {
@@ -32,14 +33,15 @@ $node->safe_psql('postgres', 'CREATE EXTENSION ssl_renegotiate');
 my $peer = build_hostile_peer();
 
 my %limit = (
-	TLS_AES_128_GCM_SHA256       => 16777216,
-	TLS_AES_256_GCM_SHA384       => 16777216,
+	TLS_AES_128_GCM_SHA256 => 16777216,
+	TLS_AES_256_GCM_SHA384 => 16777216,
 	TLS_CHACHA20_POLY1305_SHA256 => undef,
-	TLS_AES_128_CCM_SHA256       => 8388608);
+	TLS_AES_128_CCM_SHA256 => 8388608);
 
 for my $suite (sort keys %limit)
 {
-	$node->safe_psql('postgres', "ALTER SYSTEM SET ssl_tls13_ciphers = '$suite'");
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM SET ssl_tls13_ciphers = '$suite'");
 	$node->reload;
 	$node->poll_query_until('postgres',
 		"SELECT current_setting('ssl_tls13_ciphers') = '$suite'")
@@ -56,12 +58,14 @@ for my $suite (sort keys %limit)
 		holds => { end => sub { $row = activity_row($node, $_[0]->{pid}) } });
 	is($r->{cipher}, $suite, "$suite: negotiated");
 	is($row && $row->{cipher}, $suite, "$suite: the view's cipher column");
-	is($row && $row->{record_limit}, $limit{$suite},
+	is($row && $row->{record_limit},
+		$limit{$suite},
 		"$suite: record_limit " . ($limit{$suite} // 'NULL (none)'));
 	is($r->{held_result}, 'ok', "$suite: the 600 kB answer arrived");
-	cmp_ok($row ? $row->{rekeys_sent} : 0, '>=', 3, "$suite: the server's key rotated");
-	cmp_ok($r->{key_updates_received_total}, '>=', 3,
-		"$suite: ... as the client's TLS library saw");
+	cmp_ok($row ? $row->{rekeys_sent} : 0,
+		'>=', 3, "$suite: the server's key rotated");
+	cmp_ok($r->{key_updates_received_total},
+		'>=', 3, "$suite: ... as the client's TLS library saw");
 }
 
 done_testing();

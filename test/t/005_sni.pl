@@ -41,30 +41,38 @@ my %host;
 for my $name ('alpha.test', 'beta.test')
 {
 	my $base = "$certs->{dir}/$name";
-	PostgreSQL::Test::Utils::system_or_bail('openssl', 'req', '-new', '-nodes',
-		'-newkey', 'rsa:2048', '-keyout', "$base.key", '-out', "$base.csr",
-		'-subj', "/CN=$name");
+	PostgreSQL::Test::Utils::system_or_bail(
+		'openssl', 'req', '-new', '-nodes',
+		'-newkey', 'rsa:2048', '-keyout', "$base.key",
+		'-out', "$base.csr", '-subj', "/CN=$name");
 	PostgreSQL::Test::Utils::append_to_file("$base.ext",
 		"subjectAltName = DNS:$name\n");
-	PostgreSQL::Test::Utils::system_or_bail('openssl', 'x509', '-req',
-		'-in', "$base.csr", '-CA', $certs->{ca_crt}, '-CAkey', $certs->{ca_key},
-		'-set_serial', sprintf('0x%x', int(rand(0xffffff))), '-days', '2',
-		'-extfile', "$base.ext", '-out', "$base.crt");
+	PostgreSQL::Test::Utils::system_or_bail(
+		'openssl', 'x509',
+		'-req', '-in',
+		"$base.csr", '-CA',
+		$certs->{ca_crt}, '-CAkey',
+		$certs->{ca_key}, '-set_serial',
+		sprintf('0x%x', int(rand(0xffffff))), '-days',
+		'2', '-extfile',
+		"$base.ext", '-out',
+		"$base.crt");
 	chmod 0600, "$base.key";
 	$host{$name} = $base;
 }
 $node->append_conf('pg_hosts.conf',
 	"alpha.test $host{'alpha.test'}.crt $host{'alpha.test'}.key $certs->{ca_crt}\n"
 	  . "beta.test $host{'beta.test'}.crt $host{'beta.test'}.key $certs->{ca_crt}\n"
-	  . "/no_sni/ $certs->{server_crt} $certs->{server_key} $certs->{ca_crt}\n");
+	  . "/no_sni/ $certs->{server_crt} $certs->{server_key} $certs->{ca_crt}\n"
+);
 $node->append_conf('postgresql.conf', "ssl_sni = on\n");
 $node->start;
 $node->safe_psql('postgres',
 	'CREATE EXTENSION ssl_renegotiate; CREATE TABLE sink (i int, s text)');
 
 my $ROWS = 400000;    # about 50 MB of COPY text
-my $tmp  = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir('sni'));
-my $src  = "$tmp/src.copy";
+my $tmp = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir('sni'));
+my $src = "$tmp/src.copy";
 $node->safe_psql('postgres',
 	"COPY (SELECT i, md5(i::text) || repeat('x', 90) FROM generate_series(1, $ROWS) i) TO '$src'"
 );
@@ -81,10 +89,12 @@ for my $case ('alpha.test', 'beta.test', 'no SNI')
 	like($pid, qr/^\d+$/,
 		$case eq 'no SNI'
 		? "$case: connected"
-		: "$case: connected with verify-full, so the server presented ${case}'s certificate");
+		: "$case: connected with verify-full, so the server presented ${case}'s certificate"
+	);
 	my $out = "$tmp/out.$pid";
 	$s->query_safe(
-		"\\copy (SELECT i, md5(i::text) || repeat('x', 90) FROM generate_series(1, $ROWS) i) to '$out'");
+		"\\copy (SELECT i, md5(i::text) || repeat('x', 90) FROM generate_series(1, $ROWS) i) to '$out'"
+	);
 	$s->query_safe("\\copy sink from '$src'");
 	ok(wait_idle($node, $pid), "$case: idle");
 	my ($krcv, $ksent) = kernel_tls_counts($node, $pid);
@@ -92,17 +102,24 @@ for my $case ('alpha.test', 'beta.test', 'no SNI')
 	is_deeply(
 		[ $row->{bytes_received}, $row->{bytes_sent} ],
 		[ $krcv, $ksent ],
-		"$case: counts equal the kernel's less the SSLRequest exchange ($row->{bytes_received} received, $row->{bytes_sent} sent)");
-	cmp_ok($row->{rekeys_sent}, '>=', 100, "$case: the server's key rotated ($row->{rekeys_sent})");
-	cmp_ok($row->{rekeys_received}, '>=', 1, "$case: the client's key rotated ($row->{rekeys_received})");
-	is(file_md5($out), series_copy_md5($node, $ROWS, 90), "$case: COPY TO intact");
+		"$case: counts equal the kernel's less the SSLRequest exchange ($row->{bytes_received} received, $row->{bytes_sent} sent)"
+	);
+	cmp_ok($row->{rekeys_sent}, '>=', 100,
+		"$case: the server's key rotated ($row->{rekeys_sent})");
+	cmp_ok($row->{rekeys_received},
+		'>=', 1, "$case: the client's key rotated ($row->{rekeys_received})");
+	is( file_md5($out),
+		series_copy_md5($node, $ROWS, 90),
+		"$case: COPY TO intact");
 	$s->quit;
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM sink'), $ROWS,
-		"$case: COPY FROM stored every row");
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM sink'),
+		$ROWS, "$case: COPY FROM stored every row");
 	$node->safe_psql('postgres', 'TRUNCATE sink');
 }
 
-unlike(slurp_file($node->logfile), qr/installed TLS init hook will be ignored/,
+unlike(
+	slurp_file($node->logfile),
+	qr/installed TLS init hook will be ignored/,
 	"no warning about an init hook: the extension installs none");
 
 done_testing();

@@ -59,8 +59,16 @@ sub run_psql
 	my ($cs, $sql) = @_;
 	my ($out, $err) = ('', '');
 	IPC::Run::run(
-		[ 'psql', '-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-d', $cs, '-f', '-' ],
-		'<', \$sql, '>', \$out, '2>', \$err,
+		[
+			'psql', '-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-d', $cs,
+			'-f', '-'
+		],
+		'<',
+		\$sql,
+		'>',
+		\$out,
+		'2>',
+		\$err,
 		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
 	return ($? >> 8, $out, $err);
 }
@@ -160,8 +168,16 @@ my $shim;
 	my ($out, $err) = ('', '');
 	my $cc = $ENV{CC} // 'cc';
 	if (IPC::Run::run(
-			[ $cc, '-shared', '-fPIC', '-O2', '-o', "$tmp/ku_shim.so", $src, '-ldl' ],
-			'<', \undef, '>', \$out, '2>', \$err))
+			[
+				$cc, '-shared', '-fPIC', '-O2',
+				'-o', "$tmp/ku_shim.so", $src, '-ldl'
+			],
+			'<',
+			\undef,
+			'>',
+			\$out,
+			'2>',
+			\$err))
 	{
 		$shim = "$tmp/ku_shim.so";
 	}
@@ -191,7 +207,8 @@ sub rekey_log
 	for my $line (split /\n/, $log)
 	{
 		if ($line =~
-			/ssl_renegotiate: rotated the sending key of pid \Q$pid\E after (\d+) bytes/)
+			/ssl_renegotiate: rotated the sending key of pid \Q$pid\E after (\d+) bytes/
+		  )
 		{
 			push @{ $r{sent} }, $1;
 		}
@@ -203,7 +220,8 @@ sub rekey_log
 			$r{unrequested}++ if defined $2;
 		}
 		elsif ($line =~
-			/ssl_renegotiate: (\d+) more rekeys of pid \Q$pid\E were not logged/)
+			/ssl_renegotiate: (\d+) more rekeys of pid \Q$pid\E were not logged/
+		  )
 		{
 			$r{dropped} += $1;
 		}
@@ -255,7 +273,8 @@ my $r1 = activity_row($node, $pid);
 my $c1 = client_view();
 
 my $file_size = -s $datafile;
-cmp_ok($file_size, '>=', 100_000_000, 'a: COPY TO wrote >= 100 MB to the client');
+cmp_ok($file_size, '>=', 100_000_000,
+	'a: COPY TO wrote >= 100 MB to the client');
 is( file_md5($datafile),
 	$node->safe_psql(
 		'postgres',
@@ -272,7 +291,8 @@ my $bound_sent = send_key_bound($LIMIT, $max_msg);
 
 my $sent_a = $r1->{bytes_sent} - $r0->{bytes_sent};
 my $rekeys_sent_a = $r1->{rekeys_sent} - $r0->{rekeys_sent};
-cmp_ok($sent_a, '>=', $file_size, 'a: bytes_sent grew by at least the data size');
+cmp_ok($sent_a, '>=', $file_size,
+	'a: bytes_sent grew by at least the data size');
 note "a: COPY TO: $sent_a bytes sent, $rekeys_sent_a rekeys_sent, "
   . "max_sent_per_key $r1->{max_sent_per_key} (bound $bound_sent), "
   . "largest message $max_msg bytes";
@@ -281,17 +301,22 @@ note "a: COPY TO: $sent_a bytes sent, $rekeys_sent_a rekeys_sent, "
 # $sent_a / $bound_sent keys; each retired key carried at least $LIMIT
 # bytes (rotation is decided at >= limit), so there were at most
 # $sent_a / $LIMIT + 1 rotations.
-cmp_ok($rekeys_sent_a, '>=', int($sent_a / $bound_sent) - 1,
+cmp_ok(
+	$rekeys_sent_a, '>=',
+	int($sent_a / $bound_sent) - 1,
 	"a: rekeys_sent >= bytes_sent / $bound_sent");
-cmp_ok($rekeys_sent_a, '<=', int($sent_a / $LIMIT) + 1,
+cmp_ok(
+	$rekeys_sent_a, '<=',
+	int($sent_a / $LIMIT) + 1,
 	'a: rekeys_sent <= bytes_sent / 64kB + 1 (no key retired early)');
-cmp_ok($r1->{max_sent_per_key}, '>=', $LIMIT,
-	'a: max_sent_per_key reaches the limit');
+cmp_ok($r1->{max_sent_per_key},
+	'>=', $LIMIT, 'a: max_sent_per_key reaches the limit');
 cmp_ok($r1->{max_sent_per_key}, '<=', $bound_sent,
 	'a: max_sent_per_key <= 64kB + 8kB PqSendBuffer + largest message + TLS overhead'
 );
 is($r1->{rekeys_received} - $r0->{rekeys_received},
-	0, 'a: COPY TO: the client key did not rotate (the client sent ~nothing)');
+	0,
+	'a: COPY TO: the client key did not rotate (the client sent ~nothing)');
 is($r1->{rekey_failures}, 0, 'a: COPY TO: no rekey failures');
 
 SKIP:
@@ -299,7 +324,8 @@ SKIP:
 	skip 'client-side KeyUpdate counter not built', 3 unless defined $c1;
 	note "a: client view after COPY TO: "
 	  . join(', ', map { "$_=$c1->{$_}" } sort keys %$c1);
-	is($c1->{key_updates_received}, $r1->{rekeys_sent},
+	is($c1->{key_updates_received},
+		$r1->{rekeys_sent},
 		'a: the client received exactly rekeys_sent KeyUpdates');
 	is($c1->{max_received_per_key}, $r1->{max_sent_per_key},
 		'a: most bytes the client received under one key = max_sent_per_key');
@@ -332,11 +358,14 @@ note "a: COPY FROM: $recv_a bytes received, $rekeys_recv_a rekeys_received, "
   . "rekeys_sent grew by "
   . ($r2->{rekeys_sent} - $r1->{rekeys_sent});
 cmp_ok($rekeys_recv_a, '>=', 1,
-	'a: COPY FROM: the client rotated its sending key (rekeys_received >= 1)');
+	'a: COPY FROM: the client rotated its sending key (rekeys_received >= 1)'
+);
 # Consistency: (rotations + 1) keys of at most max_received_per_key each
 # carried everything received.
-cmp_ok(($r2->{rekeys_received} + 1) * $r2->{max_received_per_key},
-	'>=', $r2->{bytes_received},
+cmp_ok(
+	($r2->{rekeys_received} + 1) * $r2->{max_received_per_key},
+	'>=',
+	$r2->{bytes_received},
 	'a: (rekeys_received + 1) * max_received_per_key >= bytes_received');
 cmp_ok($r2->{max_received_per_key}, '>', 0, 'a: max_received_per_key > 0');
 # Once 8 requests went out in a row (each a KeyUpdate of the server's, with
@@ -347,12 +376,14 @@ my $requests_a = $r2->{rekeys_sent} - $r1->{rekeys_sent};
 if ($requests_a < 8)
 {
 	cmp_ok($r2->{max_received_per_key}, '<=', 64 * 1024 * 1024,
-		'a: max_received_per_key <= 64 MB (libpq answers late, but it answers)');
+		'a: max_received_per_key <= 64 MB (libpq answers late, but it answers)'
+	);
 }
 else
 {
 	cmp_ok($r2->{max_received_per_key}, '<=', $recv_a,
-		'a: max_received_per_key <= the COPY (8 requests in a row: the server asked no more)');
+		'a: max_received_per_key <= the COPY (8 requests in a row: the server asked no more)'
+	);
 }
 # Each request the server sends is a KeyUpdate(update_requested), which
 # rotates the server's sending key as well: COPY FROM rotates the sending
@@ -361,7 +392,8 @@ cmp_ok($r2->{rekeys_sent} - $r1->{rekeys_sent},
 	'>=', $rekeys_recv_a,
 	'a: COPY FROM: each request also rotated the server sending key');
 is($r2->{rekey_failures}, 0, 'a: COPY FROM: no rekey failures');
-is($r2->{max_sent_per_key}, $r1->{max_sent_per_key},
+is( $r2->{max_sent_per_key},
+	$r1->{max_sent_per_key},
 	'a: COPY FROM did not raise max_sent_per_key');
 
 SKIP:
@@ -372,8 +404,10 @@ SKIP:
 	# The independent proof that the peer rotated: libpq itself wrote
 	# this many KeyUpdate messages.
 	is($c2->{key_updates_sent}, $r2->{rekeys_received},
-		'a: libpq sent exactly rekeys_received KeyUpdates (seen on the client)');
-	is($c2->{max_sent_per_key}, $r2->{max_received_per_key},
+		'a: libpq sent exactly rekeys_received KeyUpdates (seen on the client)'
+	);
+	is( $c2->{max_sent_per_key},
+		$r2->{max_received_per_key},
 		'a: most bytes libpq sent under one key = max_received_per_key');
 	is($c2->{bytes_sent}, $r2->{bytes_received},
 		'a: bytes libpq sent = bytes_received');
@@ -386,14 +420,19 @@ my $own = $s->query_safe(
 my @own = split /\|/, $own;
 cmp_ok($own[0], '>=', $r2->{rekeys_sent},
 	'a: own row via pg_backend_pid(): rekeys_sent');
-cmp_ok($own[1], '>=', $r2->{rekeys_received},
+cmp_ok(
+	$own[1], '>=',
+	$r2->{rekeys_received},
 	'a: own row via pg_backend_pid(): rekeys_received');
 # The client's key may change only now: once 8 requests went out in a row
 # during COPY FROM, the server asks again after it has sent data (the
 # CommandComplete), so the key the COPY ended under retires with this query.
-is($own[2], $r2->{max_sent_per_key},
+is( $own[2],
+	$r2->{max_sent_per_key},
 	'a: own row via pg_backend_pid(): max_sent_per_key');
-cmp_ok($own[3], '>=', $r2->{max_received_per_key},
+cmp_ok(
+	$own[3], '>=',
+	$r2->{max_received_per_key},
 	'a: own row via pg_backend_pid(): max_received_per_key');
 
 $s->query_safe('DROP TABLE dst');
@@ -421,12 +460,18 @@ is( $nsent_lines + $nrecv_lines + $lg->{dropped},
 	'a: log lines + "not logged" = rekeys_sent + rekeys_received');
 cmp_ok($nrecv_lines, '>=', 1,
 	'a: log has "client of pid N rotated its sending key" lines');
-cmp_ok($nrecv_lines, '<=', $r3->{rekeys_received},
+cmp_ok(
+	$nrecv_lines, '<=',
+	$r3->{rekeys_received},
 	'a: no more such lines than rekeys_received');
 is($lg->{unrequested}, 0, 'a: libpq never rotated unasked');
-is(max_of(@{ $lg->{sent} }), $r3->{max_sent_per_key},
+is( max_of(@{ $lg->{sent} }),
+	$r3->{max_sent_per_key},
 	'a: largest "rotated the sending key after N bytes" = max_sent_per_key');
-cmp_ok(max_of(@{ $lg->{received} }), '<=', $r3->{max_received_per_key},
+cmp_ok(
+	max_of(@{ $lg->{received} }),
+	'<=',
+	$r3->{max_received_per_key},
 	'a: logged client rotations carried <= max_received_per_key');
 
 unlike(slurp_file($node->logfile, $log_offset_a),
@@ -453,7 +498,7 @@ SELECT 'row:' || concat_ws(',', bytes_sent, rekeys_sent, max_sent_per_key, rekey
 	my ($bytes, $rekeys, $maxkey, $failures, $version) =
 	  $out =~ /^row:(\d+),(\d+),(\d+),(\d+),(\S+)$/m;
 	ok(defined $rekeys, 'b: session read its own row');
-	$bytes //= 0;
+	$bytes  //= 0;
 	$rekeys //= 0;
 	$maxkey //= 0;
 	is($version, 'TLSv1.3', 'b: TLS 1.3');
@@ -461,9 +506,13 @@ SELECT 'row:' || concat_ws(',', bytes_sent, rekeys_sent, max_sent_per_key, rekey
 	my $bound = send_key_bound($LIMIT, 1 + 4 + 1001);
 	note "b: 2 GB COPY TO: bytes_sent $bytes, rekeys_sent $rekeys, "
 	  . "max_sent_per_key $maxkey (bound $bound)";
-	cmp_ok($rekeys, '>=', int($bytes / $bound) - 1,
+	cmp_ok(
+		$rekeys, '>=',
+		int($bytes / $bound) - 1,
 		"b: rekeys_sent >= bytes_sent / $bound");
-	cmp_ok($rekeys, '<=', int($bytes / $LIMIT) + 1,
+	cmp_ok(
+		$rekeys, '<=',
+		int($bytes / $LIMIT) + 1,
 		'b: rekeys_sent <= bytes_sent / 64kB + 1');
 	cmp_ok($maxkey, '<=', $bound, 'b: max_sent_per_key within the bound');
 	is($failures, 0, 'b: no rekey failures');
@@ -496,13 +545,16 @@ SELECT 'row:' || concat_ws(',', bytes_sent, rekeys_sent, max_sent_per_key, rekey
 		close $o;
 		close $in;
 	}
-	$node->safe_psql('postgres', 'CREATE UNLOGGED TABLE dst70 (i int, t text)');
+	$node->safe_psql('postgres',
+		'CREATE UNLOGGED TABLE dst70 (i int, t text)');
 	my $t0 = totals_row($node);
 
 	my ($rc, $out, $err) = run_psql(
 		$connstr, qq{SET ssl_renegotiate.hard_limit = '1MB';
 });
-	like($err, qr/ssl_renegotiate\.hard_limit cannot be 1MB: the smallest value other than 0 is 64MB/,
+	like(
+		$err,
+		qr/ssl_renegotiate\.hard_limit cannot be 1MB: the smallest value other than 0 is 64MB/,
 		'c: hard_limit = 1MB is refused');
 	# no check refuses a pair: the safe rule raises it in force (test/t/018)
 	($rc, $out, $err) = run_psql(
@@ -515,8 +567,9 @@ SELECT 'row:' || concat_ws(',', bytes_sent, rekeys_sent, max_sent_per_key, rekey
 \\copy dst70 from '$file70'
 SELECT max_received_per_key FROM ssl_renegotiate_activity WHERE pid = pg_backend_pid();
 });
-	is($rc, 0, 'c: hard_limit = 65MB, byte_limit = 64kB: a 70 MB COPY FROM completes')
-	  or diag($err);
+	is($rc, 0,
+		'c: hard_limit = 65MB, byte_limit = 64kB: a 70 MB COPY FROM completes'
+	) or diag($err);
 	my ($maxkey) = $out =~ /^(\d+)$/m;
 	note 'c: libpq sent at most ' . ($maxkey // '?') . ' bytes under one key';
 	is(totals_row($node)->{terminations} - $t0->{terminations},
@@ -554,7 +607,8 @@ SELECT 'still connected';
 		"SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $cpid")
 	  or die "backend $cpid did not exit";
 	my $log = slurp_file($node->logfile, $log_offset);
-	my @errors = grep { /\[\Q$cpid\E\].*(?:ERROR|FATAL|PANIC):/ } split /\n/, $log;
+	my @errors = grep { /\[\Q$cpid\E\].*(?:ERROR|FATAL|PANIC):/ } split /\n/,
+	  $log;
 	is(scalar(@errors), 1, 'c: one error in the server log for the backend')
 	  or diag(join("\n", @errors));
 	like(
@@ -564,17 +618,24 @@ SELECT 'still connected';
 	my @lost = grep {
 		/\[\Q$cpid\E\].*(?:protocol synchronization was lost|unexpected EOF|connection to client lost|could not receive data)/
 	} split /\n/, $log;
-	is(join("\n", @lost), '',
+	is( join("\n", @lost),
+		'',
 		'c: no "unexpected EOF" nor "protocol synchronization was lost" line for the backend'
 	);
 	my ($nbytes) = $log =~
 	  /\[\Q$cpid\E\].*DETAIL:  (\d+) bytes under one key; ssl_renegotiate.hard_limit is 64MB\./;
-	ok(defined $nbytes, 'c: server log says how many bytes and the limit (DETAIL)');
+	ok(defined $nbytes,
+		'c: server log says how many bytes and the limit (DETAIL)');
 	$nbytes //= 0;
 	note "c: the client sent $nbytes bytes under one key when it was ended";
 	# decided at the first record that crossed the limit
-	cmp_ok($nbytes, '>', 64 * 1024 * 1024, 'c: ... more than 64MB under one key');
-	cmp_ok($nbytes, '<=', 64 * 1024 * 1024 + $MAX_TLS13_RECORD,
+	cmp_ok(
+		$nbytes, '>',
+		64 * 1024 * 1024,
+		'c: ... more than 64MB under one key');
+	cmp_ok(
+		$nbytes, '<=',
+		64 * 1024 * 1024 + $MAX_TLS13_RECORD,
 		'c: ... by at most one record');
 	my $t1 = totals_row($node);
 	is($t1->{terminations} - $t0->{terminations},
@@ -606,15 +667,18 @@ SELECT 'still connected';
 		'c: client gets FATAL 53400 "... more than ssl_renegotiate.hard_limit was sent under one TLS key"'
 	);
 	my ($nbytes) =
-	  $err =~ /DETAIL:  (\d+) bytes under one key; ssl_renegotiate.hard_limit is 64MB\./;
+	  $err =~
+	  /DETAIL:  (\d+) bytes under one key; ssl_renegotiate.hard_limit is 64MB\./;
 	ok(defined $nbytes, 'c: DETAIL gives the bytes under the key');
 	$nbytes //= 0;
-	like($err,
+	like(
+		$err,
 		qr/HINT:  ssl_renegotiate\.byte_limit is 0 \(off\), so keys do not rotate by bytes; set it below ssl_renegotiate\.hard_limit by more than the client's lag in answering a key update/,
 		'c: the HINT names byte_limit, hard_limit and the client\'s lag');
 	cmp_ok($nbytes, '>', 64 * 1024 * 1024, 'c: ... more than 64MB');
 	cmp_ok($nbytes, '<=', send_key_bound(64 * 1024 * 1024, 1 + 4 + 1001),
-		'c: ... overshoot bounded like the limit (8 kB buffer + one message)');
+		'c: ... overshoot bounded like the limit (8 kB buffer + one message)'
+	);
 
 	$node->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $cpid")
@@ -656,7 +720,8 @@ SELECT 'still connected';
 	  . ($d2->{rekeys_received} - $d0->{rekeys_received})
 	  . ", rekey_pending $d2->{rekey_pending}";
 	cmp_ok($d2->{rekeys_sent} - $d0->{rekeys_sent},
-		'>=', 1, 'd: the first I/O after the interval rotated the sending key');
+		'>=', 1,
+		'd: the first I/O after the interval rotated the sending key');
 
 	# The client answers the server's key update request with its next
 	# write.

@@ -57,7 +57,8 @@ my $walpid = $primary->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_replication WHERE application_name = 'standby'");
 like($walpid, qr/^\d+$/, 'walsender pid from pg_stat_replication');
 is( $primary->safe_psql(
-		'postgres', "SELECT ssl, version FROM pg_stat_ssl WHERE pid = $walpid"),
+		'postgres',
+		"SELECT ssl, version FROM pg_stat_ssl WHERE pid = $walpid"),
 	't|TLSv1.3',
 	'walsender connection uses TLS 1.3');
 
@@ -85,7 +86,8 @@ sub check_data
 {
 	my ($what) = @_;
 	# a sum of per-row hashes: order-independent, no sort, no big string
-	my $q = "SELECT count(*), sum(i), sum(hashtext(i || ':' || t)::bigint) FROM w";
+	my $q =
+	  "SELECT count(*), sum(i), sum(hashtext(i || ':' || t)::bigint) FROM w";
 	my $p = $primary->safe_psql('postgres', $q);
 	my $s = $standby->safe_psql('postgres', $q);
 	is($s, $p, "$what: standby has the same rows as the primary ($s)");
@@ -114,12 +116,16 @@ note "64kB: $wal1 bytes of WAL, walsender sent $sent1 bytes, "
   . "rekeys_received $r1->{rekeys_received}, bytes_received $r1->{bytes_received}, "
   . "max_received_per_key $r1->{max_received_per_key}";
 cmp_ok($sent1, '>=', $wal1, 'walsender sent at least the WAL');
-cmp_ok($rekeys1, '>=', int($sent1 / $BOUND) - 1,
+cmp_ok(
+	$rekeys1, '>=',
+	int($sent1 / $BOUND) - 1,
 	"walsender rekeys_sent >= bytes_sent / $BOUND");
-cmp_ok($rekeys1, '<=', int($sent1 / $LIMIT) + 1,
+cmp_ok(
+	$rekeys1, '<=',
+	int($sent1 / $LIMIT) + 1,
 	'walsender rekeys_sent <= bytes_sent / 64kB + 1');
-cmp_ok($r1->{max_sent_per_key}, '>=', $LIMIT,
-	'walsender max_sent_per_key reaches the limit');
+cmp_ok($r1->{max_sent_per_key},
+	'>=', $LIMIT, 'walsender max_sent_per_key reaches the limit');
 cmp_ok($r1->{max_sent_per_key}, '<=', $BOUND,
 	'walsender max_sent_per_key <= 64kB + 8kB + largest WAL message + TLS overhead'
 );
@@ -127,10 +133,16 @@ cmp_ok($r1->{max_sent_per_key}, '<=', $BOUND,
 # rotate; the counters must still be there and agree with each other.
 ok(defined $r1->{rekeys_received} && $r1->{rekeys_received} >= 0,
 	'walsender rekeys_received is a count (>= 0)');
-cmp_ok((($r1->{rekeys_received} // 0) + 1) * ($r1->{max_received_per_key} // 0),
-	'>=', $r1->{bytes_received},
-	'walsender (rekeys_received + 1) * max_received_per_key >= bytes_received');
-cmp_ok($r1->{max_received_per_key}, '<=', 64 * 1024 * 1024,
+cmp_ok(
+	(($r1->{rekeys_received} // 0) + 1) * ($r1->{max_received_per_key} // 0),
+	'>=',
+	$r1->{bytes_received},
+	'walsender (rekeys_received + 1) * max_received_per_key >= bytes_received'
+);
+cmp_ok(
+	$r1->{max_received_per_key},
+	'<=',
+	64 * 1024 * 1024,
 	'walsender max_received_per_key <= 64 MB');
 is($r1->{rekey_failures}, 0, 'walsender: no rekey failures');
 
@@ -146,7 +158,8 @@ sub set_limit
 {
 	my ($value) = @_;
 	$primary->safe_psql('postgres',
-		qq{ALTER SYSTEM SET ssl_renegotiate.byte_limit = '$value'; SELECT pg_reload_conf();});
+		qq{ALTER SYSTEM SET ssl_renegotiate.byte_limit = '$value'; SELECT pg_reload_conf();}
+	);
 	$primary->poll_query_until('postgres',
 		qq{SELECT current_setting('ssl_renegotiate.byte_limit') = '$value'})
 	  or die "the reload of ssl_renegotiate.byte_limit = $value was not seen";
@@ -164,11 +177,12 @@ my $rekeys3 = $r3->{rekeys_sent} - $r2->{rekeys_sent};
 note "100MB: $wal3 bytes of WAL, rekeys_sent grew by $rekeys3, "
   . "sent_since_rekey $r3->{sent_since_rekey}, max_sent_per_key $r3->{max_sent_per_key}";
 cmp_ok($rekeys3, '<=', 1,
-	'100MB: rekeys_sent grew by <= 1 (the live walsender uses the new limit)');
-cmp_ok($r3->{sent_since_rekey}, '>=', 10_000_000,
-	'100MB: the current key carried >= 10 MB');
-cmp_ok($r3->{max_sent_per_key}, '>=', 10_000_000,
-	'100MB: max_sent_per_key >= 10 MB');
+	'100MB: rekeys_sent grew by <= 1 (the live walsender uses the new limit)'
+);
+cmp_ok($r3->{sent_since_rekey},
+	'>=', 10_000_000, '100MB: the current key carried >= 10 MB');
+cmp_ok($r3->{max_sent_per_key},
+	'>=', 10_000_000, '100MB: max_sent_per_key >= 10 MB');
 
 set_limit('64kB');
 my ($r4) = (stream('SELECT 1'))[1];
@@ -179,19 +193,26 @@ cmp_ok($wal5, '>=', 10_000_000, 'back to 64kB: wrote >= 10 MB of WAL');
 check_data('back to 64kB');
 my $sent5 = $r5->{bytes_sent} - $r4->{bytes_sent};
 my $rekeys5 = $r5->{rekeys_sent} - $r4->{rekeys_sent};
-note "back to 64kB: $wal5 bytes of WAL, $sent5 bytes sent, rekeys_sent grew by $rekeys5, "
+note
+  "back to 64kB: $wal5 bytes of WAL, $sent5 bytes sent, rekeys_sent grew by $rekeys5, "
   . "sent_since_rekey $r5->{sent_since_rekey}";
-cmp_ok($rekeys5, '>=', int($sent5 / $BOUND) - 1,
+cmp_ok(
+	$rekeys5, '>=',
+	int($sent5 / $BOUND) - 1,
 	"back to 64kB: rekeys_sent grew by >= bytes_sent / $BOUND");
-cmp_ok($rekeys5, '<=', int($sent5 / $LIMIT) + 1,
+cmp_ok(
+	$rekeys5, '<=',
+	int($sent5 / $LIMIT) + 1,
 	'back to 64kB: rekeys_sent grew by <= bytes_sent / 64kB + 1');
-cmp_ok($r5->{sent_since_rekey}, '<=', $BOUND,
-	'back to 64kB: the current key is within the bound again');
+cmp_ok($r5->{sent_since_rekey},
+	'<=', $BOUND, 'back to 64kB: the current key is within the bound again');
 is($r5->{rekey_failures}, 0, 'walsender: still no rekey failures');
 
 # Same walsender throughout
-is( $primary->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_replication WHERE application_name = 'standby'"),
+is( $primary->safe_psql(
+		'postgres',
+		"SELECT pid FROM pg_stat_replication WHERE application_name = 'standby'"
+	),
 	$walpid,
 	'the same walsender streamed all along');
 
@@ -202,7 +223,8 @@ is( $primary->safe_psql('postgres',
 	  /ssl_renegotiate: (?:rotated the sending key of pid \Q$walpid\E |client of pid \Q$walpid\E rotated)/g;
 	my $dropped = 0;
 	$dropped += $1
-	  while $log =~ /ssl_renegotiate: (\d+) more rekeys of pid \Q$walpid\E were not logged/g;
+	  while $log =~
+	  /ssl_renegotiate: (\d+) more rekeys of pid \Q$walpid\E were not logged/g;
 	# The walsender goes on streaming (the bgwriter's running-xacts WAL,
 	# status messages): the log, read after $r5, may hold rotations since.
 	my $r6 = activity_row($primary, $walpid);

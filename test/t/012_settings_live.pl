@@ -39,8 +39,14 @@ sub run_psql
 {
 	my ($cs, $sql) = @_;
 	my ($out, $err) = ('', '');
-	IPC::Run::run([ 'psql', '-X', '-A', '-t', '-d', $cs, '-f', '-' ],
-		'<', \$sql, '>', \$out, '2>', \$err,
+	IPC::Run::run(
+		[ 'psql', '-X', '-A', '-t', '-d', $cs, '-f', '-' ],
+		'<',
+		\$sql,
+		'>',
+		\$out,
+		'2>',
+		\$err,
 		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
 	return ($? >> 8, $out, $err);
 }
@@ -49,7 +55,8 @@ sub run_psql
 sub tls_session
 {
 	my (%opts) = @_;
-	my $s = background_tls_psql($node, tls_connstr($node, tls => '1.3', %opts));
+	my $s =
+	  background_tls_psql($node, tls_connstr($node, tls => '1.3', %opts));
 	my $pid = $s->query_safe('SELECT pg_backend_pid()');
 	die "no backend pid" unless $pid =~ /^\d+$/;
 	return ($s, $pid);
@@ -71,8 +78,7 @@ sub copy_rekeys
 	$s->query_safe($COPY);
 	wait_idle($node, $pid) or die "backend $pid not idle";
 	my $after = activity_row($node, $pid);
-	return (
-		$after->{bytes_sent} - $before->{bytes_sent},
+	return ($after->{bytes_sent} - $before->{bytes_sent},
 		$after->{rekeys_sent} - $before->{rekeys_sent}, $after);
 }
 
@@ -82,9 +88,13 @@ sub check_rekeys
 	my ($what, $limit, $bytes, $rekeys) = @_;
 	local $Test::Builder::Level = $Test::Builder::Level + 1;
 	my $bound = send_key_bound($limit, $MAX_MSG);
-	cmp_ok($rekeys, '>=', int($bytes / $bound) - 1,
+	cmp_ok(
+		$rekeys, '>=',
+		int($bytes / $bound) - 1,
 		"$what: rekeys_sent >= bytes_sent / $bound");
-	cmp_ok($rekeys, '<=', int($bytes / $limit) + 1,
+	cmp_ok(
+		$rekeys, '<=',
+		int($bytes / $limit) + 1,
 		"$what: rekeys_sent <= bytes_sent / $limit + 1");
 }
 
@@ -133,17 +143,21 @@ is(show_limit($s_old), '64kB',
 );
 
 my ($sr, $pid_r) = tls_session(user => 'regress_r');
-is(show_limit($sr), '128kB', 'ALTER ROLE ... SET: the role\'s new session has 128kB');
+is(show_limit($sr), '128kB',
+	'ALTER ROLE ... SET: the role\'s new session has 128kB');
 ($bytes, $rekeys) = copy_rekeys($sr, $pid_r);
 note "role session at 128kB: $bytes bytes, $rekeys rekeys_sent";
 check_rekeys('role session, 128kB', 131072, $bytes, $rekeys);
 my $ratio = $rekeys / ($rekeys64 || 1);
 note "rekeys at 128kB / rekeys at 64kB = $ratio";
-cmp_ok($ratio, '>=', 0.4, 'role at 128kB: about half the rotations of 64kB (>= 0.4)');
-cmp_ok($ratio, '<=', 0.6, 'role at 128kB: about half the rotations of 64kB (<= 0.6)');
+cmp_ok($ratio, '>=', 0.4,
+	'role at 128kB: about half the rotations of 64kB (>= 0.4)');
+cmp_ok($ratio, '<=', 0.6,
+	'role at 128kB: about half the rotations of 64kB (<= 0.6)');
 
 my ($sd, $pid_d) = tls_session(dbname => 'regress_db');
-is(show_limit($sd), '256kB', 'ALTER DATABASE ... SET: a new session in it has 256kB');
+is(show_limit($sd), '256kB',
+	'ALTER DATABASE ... SET: a new session in it has 256kB');
 ($bytes, $rekeys) = copy_rekeys($sd, $pid_d);
 note "database session at 256kB: $bytes bytes, $rekeys rekeys_sent";
 check_rekeys('database session, 256kB', 262144, $bytes, $rekeys);
@@ -175,7 +189,8 @@ for my $i (0 .. $#attempts)
 {
 	$sql_r .= "$attempts[$i];\n\\echo 'sqlstate:$i:' :SQLSTATE\n";
 }
-$sql_r .= "SELECT 'limit:' || current_setting('ssl_renegotiate.byte_limit');\n";
+$sql_r .=
+  "SELECT 'limit:' || current_setting('ssl_renegotiate.byte_limit');\n";
 my ($rc, $out, $err) =
   run_psql(tls_connstr($node, user => 'regress_r', dbname => 'regress_db'),
 	$sql_r);
@@ -192,9 +207,12 @@ is( $node->safe_psql(
 		q{SELECT count(*) FROM pg_db_role_setting, unnest(setconfig) c WHERE c LIKE 'ssl_renegotiate.%'}
 	),
 	'2',
-	'non-superuser: pg_db_role_setting unchanged (the two settings made above)');
-unlike(slurp_file($node->data_dir . '/postgresql.auto.conf'),
-	qr/limit = '0'/, 'non-superuser: postgresql.auto.conf unchanged');
+	'non-superuser: pg_db_role_setting unchanged (the two settings made above)'
+);
+unlike(
+	slurp_file($node->data_dir . '/postgresql.auto.conf'),
+	qr/limit = '0'/,
+	'non-superuser: postgresql.auto.conf unchanged');
 
 # startup options
 ($rc, $out, $err) = run_psql(
@@ -203,7 +221,8 @@ unlike(slurp_file($node->data_dir . '/postgresql.auto.conf'),
 		user => 'regress_r',
 		extra => q{options='-c ssl_renegotiate.byte_limit=0'}),
 	"SELECT 'connected';\n");
-isnt($rc, 0, 'non-superuser: -c ssl_renegotiate.byte_limit=0 in options is refused');
+isnt($rc, 0,
+	'non-superuser: -c ssl_renegotiate.byte_limit=0 in options is refused');
 like(
 	$err,
 	qr/permission denied to set parameter "ssl_renegotiate.byte_limit"/,
@@ -216,28 +235,35 @@ like($out, qr/^limit:0$/m, 'superuser: the same startup option is accepted');
 # ---------------------------------------------------------------------
 # Bad value; core's dummy setting
 # ---------------------------------------------------------------------
-($rc, $out, $err) = run_psql(tls_connstr($node), q{SET ssl_renegotiate.byte_limit = -1;
+($rc, $out, $err) = run_psql(
+	tls_connstr($node), q{SET ssl_renegotiate.byte_limit = -1;
 \echo 'sqlstate:' :SQLSTATE
 SHOW ssl_renegotiate.byte_limit;
 SHOW ssl_renegotiation_limit;
 });
 like($out, qr/^sqlstate: 22023$/m, 'bad value: 22023');
-like($err, qr/ssl_renegotiate\.byte_limit cannot be -1kB: the smallest value other than 0 is 1kB\n.*HINT:  0 turns it off\./,
+like(
+	$err,
+	qr/ssl_renegotiate\.byte_limit cannot be -1kB: the smallest value other than 0 is 1kB\n.*HINT:  0 turns it off\./,
 	'bad value: the message says why, in the units typed');
 like($out, qr/^64kB\n0$/m,
-	'bad value left the setting alone; SHOW ssl_renegotiation_limit (core) still works');
+	'bad value left the setting alone; SHOW ssl_renegotiation_limit (core) still works'
+);
 
 # ---------------------------------------------------------------------
 # And back: ALTER SYSTEM RESET + reload reaches the live session too
 # ---------------------------------------------------------------------
-reload_system_limit(q{ALTER SYSTEM RESET ssl_renegotiate.byte_limit}, '512MB');
-is(show_limit($s), '512MB', 'ALTER SYSTEM RESET + reload: the live session is back at 512MB');
+reload_system_limit(q{ALTER SYSTEM RESET ssl_renegotiate.byte_limit},
+	'512MB');
+is(show_limit($s), '512MB',
+	'ALTER SYSTEM RESET + reload: the live session is back at 512MB');
 ($bytes, $rekeys) = copy_rekeys($s, $pid);
 is($rekeys, 0, 'back at 512MB: the COPY did not rotate');
 # the role and database settings are still there
 is(show_limit($sr), '128kB', 'the role session keeps its role setting');
 ($bytes, $rekeys) = copy_rekeys($sr, $pid_r);
-check_rekeys('role session after the system reset, 128kB', 131072, $bytes, $rekeys);
+check_rekeys('role session after the system reset, 128kB',
+	131072, $bytes, $rekeys);
 
 $_->quit for ($s, $s_old, $sr, $sd);
 $node->stop;

@@ -37,7 +37,8 @@ my $SECONDS = 8;
 my $peer = build_hostile_peer();
 
 my $node = new_tls_node('interval_inbound',
-	conf => "ssl_renegotiate.byte_limit = 0\nssl_renegotiate.interval = '1s'\n");
+	conf =>
+	  "ssl_renegotiate.byte_limit = 0\nssl_renegotiate.interval = '1s'\n");
 $node->start;
 $node->safe_psql('postgres',
 	'CREATE EXTENSION ssl_renegotiate; CREATE TABLE ia (x text)');
@@ -45,22 +46,25 @@ $node->safe_psql('postgres',
 my $row;
 my $r = run_hostile_peer(
 	$peer, $node,
-	args  => [ '--table', 'ia', 'copy-answering', $SECONDS ],
+	args => [ '--table', 'ia', 'copy-answering', $SECONDS ],
 	holds => { end => sub { $row = activity_row($node, $_[0]->{pid}) } });
 
 is($r->{copy_result}, 'ok', 'the COPY FROM completed');
-is($r->{result},      'ok', 'the session ended normally');
+is($r->{result}, 'ok', 'the session ended normally');
 ok($row, 'activity row of the session after the COPY');
 
 my $intervals = int($r->{copy_seconds} // 0);
-my $received  = $row ? $row->{rekeys_received} : 0;
+my $received = $row ? $row->{rekeys_received} : 0;
 note "COPY of $r->{copy_seconds} s: rekeys_received = $received, "
   . "the client sent $r->{key_updates_sent_total} KeyUpdates";
 
 cmp_ok($intervals, '>=', $SECONDS, "the COPY lasted $SECONDS s or more");
 cmp_ok($received, '>=', $intervals / 2,
-	'received rotations keep pace with the interval (at least one per two intervals)');
-cmp_ok($received, '<=', $intervals + 1,
+	'received rotations keep pace with the interval (at least one per two intervals)'
+);
+cmp_ok(
+	$received, '<=',
+	$intervals + 1,
 	'... and no more than one per interval');
 ok( $received <= $r->{key_updates_sent_total}
 	  && $received >= $r->{key_updates_sent_total} - 1,
@@ -71,7 +75,9 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ia'),
 
 # 4. after an ERROR
 {
-	my $s = background_tls_psql($node, tls_connstr($node, tls => '1.3'),
+	my $s = background_tls_psql(
+		$node,
+		tls_connstr($node, tls => '1.3'),
 		on_error_stop => 0);
 	my $pid = $s->query_safe('SELECT pg_backend_pid()');
 	my (undef, $err) = bg_query($s, 'SELECT 1/0');
@@ -81,7 +87,8 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ia'),
 	$s->query_safe('SELECT 1');
 	my $after = activity_row($node, $pid)->{rekeys_sent};
 	cmp_ok($after, '>', $before,
-		'after an ERROR: the first I/O after the interval rotated the sending key');
+		'after an ERROR: the first I/O after the interval rotated the sending key'
+	);
 	$s->quit;
 }
 

@@ -69,7 +69,12 @@ sub run_tls_psql
 			'-d', tls_connstr($node, tls => '1.3', %opts),
 			'-f', '-'
 		],
-		'<', \$sql, '>', \$out, '2>', \$err,
+		'<',
+		\$sql,
+		'>',
+		\$out,
+		'2>',
+		\$err,
 		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
 	return ($? >> 8, $out, $err);
 }
@@ -93,26 +98,49 @@ SELECT rekeys_sent FROM ssl_renegotiate_activity WHERE pid = pg_backend_pid();
 # ---------------------------------------------------------------------
 # 1. File values
 # ---------------------------------------------------------------------
-set_file_conf("ssl_renegotiate.byte_limit = '128kB'\nssl_renegotiate.interval = '1h'");
+set_file_conf(
+	"ssl_renegotiate.byte_limit = '128kB'\nssl_renegotiate.interval = '1h'");
 reload_and_wait('ssl_renegotiate.byte_limit', '128kB');
 
 for my $bad (
-	[ 'ssl_renegotiate.byte_limit', q{'100B'}, '128kB', qr/ssl_renegotiate\.byte_limit cannot be 100B: the smallest value other than 0 is 1kB/ ],
-	[ 'ssl_renegotiate.interval', q{'400ms'}, '1h', qr/ssl_renegotiate\.interval cannot be 400ms: the smallest value other than 0 is 1s/ ],
-	[ 'ssl_renegotiate.hard_limit', q{'1kB'}, '0', qr/ssl_renegotiate\.hard_limit cannot be 1kB: the smallest value other than 0 is 64MB/ ])
+	[
+		'ssl_renegotiate.byte_limit',
+		q{'100B'},
+		'128kB',
+		qr/ssl_renegotiate\.byte_limit cannot be 100B: the smallest value other than 0 is 1kB/
+	],
+	[
+		'ssl_renegotiate.interval',
+		q{'400ms'},
+		'1h',
+		qr/ssl_renegotiate\.interval cannot be 400ms: the smallest value other than 0 is 1s/
+	],
+	[
+		'ssl_renegotiate.hard_limit',
+		q{'1kB'},
+		'0',
+		qr/ssl_renegotiate\.hard_limit cannot be 1kB: the smallest value other than 0 is 64MB/
+	])
 {
 	my ($name, $value, $old, $msg) = @$bad;
-	my $others = join("\n",
-		grep { !/^\Q$name\E / }
-		  ("ssl_renegotiate.byte_limit = '128kB'", "ssl_renegotiate.interval = '1h'"));
+	my $others = join(
+		"\n",
+		grep { !/^\Q$name\E / } (
+			"ssl_renegotiate.byte_limit = '128kB'",
+			"ssl_renegotiate.interval = '1h'"));
 	set_file_conf("$others\n$name = $value");
 	my $offset = -s $node->logfile;
 	$node->reload;
-	ok($node->wait_for_log(qr/contains errors; unaffected changes were applied/, $offset),
+	ok( $node->wait_for_log(
+			qr/contains errors; unaffected changes were applied/, $offset),
 		"file $name = $value: the reload reports the file's error");
 	my $log = slurp_file($node->logfile, $offset);
-	like($log, qr/LOG:  $msg/, "file $name = $value: LOG line with the smallest value");
-	like($log, qr/HINT:  0 turns it off\./, "file $name = $value: ... and the hint");
+	like($log, qr/LOG:  $msg/,
+		"file $name = $value: LOG line with the smallest value");
+	like(
+		$log,
+		qr/HINT:  0 turns it off\./,
+		"file $name = $value: ... and the hint");
 	is($node->safe_psql('postgres', "SHOW $name"),
 		$old, "file $name = $value: the old value stays");
 }
@@ -136,7 +164,8 @@ my $expect_md5;
 {
 	my $file = $node->basedir . '/copy_015.txt';
 	$node->safe_psql('postgres',
-		qq{COPY (SELECT i, md5(i::text) || repeat('x', 1000) FROM generate_series(1, $ROWS) i) TO '$file'});
+		qq{COPY (SELECT i, md5(i::text) || repeat('x', 1000) FROM generate_series(1, $ROWS) i) TO '$file'}
+	);
 	$expect_md5 = file_md5($file);
 }
 
@@ -163,24 +192,31 @@ for my $where ('postgresql.conf', 'postgresql.auto.conf')
 	my $log = slurp_file($node->logfile, $offset);
 	my @warnings = $log =~
 	  /WARNING:  ssl_renegotiate\.limit sets ssl_renegotiate\.byte_limit to 64kB/g;
-	is(scalar @warnings, 1, "limit in $where: one WARNING, from the postmaster");
+	is(scalar @warnings,
+		1, "limit in $where: one WARNING, from the postmaster");
 	my $file = $where eq 'postgresql.conf' ? 'sslr_015.conf' : $where;
-	like($log,
+	like(
+		$log,
 		qr/DETAIL:  ssl_renegotiate\.limit \(\S*\/\Q$file\E, line \d+\) is the name ssl_renegotiate\.byte_limit had before version 1\.1; it is read until version 2\.0\./,
-		"limit in $where: the WARNING names its file and line, the new name and when the old one goes");
-	unlike($log, qr/invalid configuration parameter name "ssl_renegotiate\.limit"/,
+		"limit in $where: the WARNING names its file and line, the new name and when the old one goes"
+	);
+	unlike(
+		$log,
+		qr/invalid configuration parameter name "ssl_renegotiate\.limit"/,
 		"limit in $where: not removed as an unknown name");
 	is($rc, 0, "limit in $where: COPY TO completes");
 	is($md5, $expect_md5, "limit in $where: ... with an equal checksum");
 	cmp_ok($rekeys, '>=', 20,
-		"limit in $where: byte_limit in force is 64kB ($rekeys rotations in 2 MB)");
+		"limit in $where: byte_limit in force is 64kB ($rekeys rotations in 2 MB)"
+	);
 }
 $node->safe_psql('postgres', q{ALTER SYSTEM RESET ssl_renegotiate."limit"});
 unlike(slurp_file($node->data_dir . '/postgresql.auto.conf'),
 	qr/ssl_renegotiate\.limit/, 'ALTER SYSTEM RESET removes the old name');
 
 # both set: byte_limit wins
-set_file_conf("ssl_renegotiate.limit = '64kB'\nssl_renegotiate.byte_limit = 0");
+set_file_conf(
+	"ssl_renegotiate.limit = '64kB'\nssl_renegotiate.byte_limit = 0");
 $offset = -s $node->logfile;
 $node->restart;
 ($rc, $md5, $rekeys) = copy_to_file($ROWS);
@@ -188,7 +224,8 @@ like(
 	slurp_file($node->logfile, $offset),
 	qr/WARNING:  ssl_renegotiate\.limit is ignored: ssl_renegotiate\.byte_limit is set too, and wins/,
 	'limit and byte_limit: the WARNING says byte_limit wins');
-is($rekeys, 0, 'limit and byte_limit: byte_limit = 0 is in force (no rotation)');
+is($rekeys, 0,
+	'limit and byte_limit: byte_limit = 0 is in force (no rotation)');
 
 # ---------------------------------------------------------------------
 # 3. The safe rule across levels that only meet in a session
@@ -208,23 +245,27 @@ my $BIG = 80 * 1024;    # rows of about 1 kB: 80 MB, beyond both limits
 {
 	my $file = $node->basedir . '/copy_015.txt';
 	$node->safe_psql('postgres',
-		qq{COPY (SELECT i, md5(i::text) || repeat('x', 1000) FROM generate_series(1, $BIG) i) TO '$file'});
+		qq{COPY (SELECT i, md5(i::text) || repeat('x', 1000) FROM generate_series(1, $BIG) i) TO '$file'}
+	);
 	$expect_md5 = file_md5($file);
 }
 $offset = -s $node->logfile;
 my $err;
 ($rc, $md5, $rekeys, $err) =
   copy_to_file($BIG, user => 'regress_hard', dbname => 'regress_bytes');
-is($rc, 0, 'hard_limit 64MB (role) below byte_limit 70MB (database): an 80 MB COPY TO completes')
-  or diag($err);
+is($rc, 0,
+	'hard_limit 64MB (role) below byte_limit 70MB (database): an 80 MB COPY TO completes'
+) or diag($err);
 unlike($err, qr/FATAL/, '... with no FATAL');
 is($md5, $expect_md5, '... with an equal checksum');
 cmp_ok($rekeys, '>=', 1, "... and a rotation at byte_limit ($rekeys)");
 my $log = slurp_file($node->logfile, $offset);
-like($log,
+like(
+	$log,
 	qr/LOG:  ssl_renegotiate: pid \d+ enforces ssl_renegotiate\.hard_limit as 134MB, not 64MB/,
 	'the safe rule is logged with the hard limit in force');
-like($log,
+like(
+	$log,
 	qr/DETAIL:  ssl_renegotiate\.hard_limit is 64MB \(from ALTER ROLE SET\), ssl_renegotiate\.byte_limit is 70MB \(from ALTER DATABASE SET\)/,
 	'... naming both values and the level each came from');
 
@@ -244,11 +285,14 @@ is("$rc $out", "0 1\n", 'start-up with hard_limit = 1kB: a TLS login works');
 
 # the smallest hard limit, with rotation by bytes off: a login and a
 # query, several times the handshake, stay far below it
-set_file_conf("ssl_renegotiate.byte_limit = 0\nssl_renegotiate.hard_limit = '64MB'");
+set_file_conf(
+	"ssl_renegotiate.byte_limit = 0\nssl_renegotiate.hard_limit = '64MB'");
 reload_and_wait('ssl_renegotiate.hard_limit', '64MB');
 ($rc, $out) = run_tls_psql(q{SELECT count(*) FROM generate_series(1, 1000)});
-is("$rc $out", "0 1000\n", 'hard_limit = 64MB, byte_limit = 0: a TLS login and query work');
-($rc, $out) = run_tls_psql('SELECT 1', user => 'regress_hard', dbname => 'regress_bytes');
+is("$rc $out", "0 1000\n",
+	'hard_limit = 64MB, byte_limit = 0: a TLS login and query work');
+($rc, $out) =
+  run_tls_psql('SELECT 1', user => 'regress_hard', dbname => 'regress_bytes');
 is("$rc $out", "0 1\n", '... also with byte_limit from the database');
 
 # ---------------------------------------------------------------------
@@ -256,17 +300,22 @@ is("$rc $out", "0 1\n", '... also with byte_limit from the database');
 # ---------------------------------------------------------------------
 # Nothing rotates inside a message, so a 70 MB row goes out under one key,
 # past hard_limit; at the next send point the due rotation comes first.
-set_file_conf("ssl_renegotiate.byte_limit = '1MB'\nssl_renegotiate.hard_limit = '65MB'");
+set_file_conf(
+	"ssl_renegotiate.byte_limit = '1MB'\nssl_renegotiate.hard_limit = '65MB'"
+);
 reload_and_wait('ssl_renegotiate.hard_limit', '65MB');
 my $ROW = 70 * 1024 * 1024;
 ($rc, $out, $err) = run_tls_psql(
 	qq{SELECT length(r), md5(r) = md5(repeat('x', $ROW)), r FROM (SELECT repeat('x', $ROW) r) s;
 SELECT rekeys_sent FROM ssl_renegotiate_activity WHERE pid = pg_backend_pid();
 });
-is($rc, 0, 'a 70 MB row with hard_limit 65MB: the session goes on') or diag($err);
+is($rc, 0, 'a 70 MB row with hard_limit 65MB: the session goes on')
+  or diag($err);
 unlike($err, qr/FATAL/, '... with no FATAL');
 my @lines = split /\n/, $out;
-is(length($lines[0] // ''), length("$ROW|t|") + $ROW, '... the whole row arrived');
+is( length($lines[0] // ''),
+	length("$ROW|t|") + $ROW,
+	'... the whole row arrived');
 cmp_ok($lines[1] // 0, '>=', 1, '... and the send key rotated after it');
 
 $node->stop;

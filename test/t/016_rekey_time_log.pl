@@ -27,9 +27,8 @@ use SslrTest;
 
 my $ROWS = 50_000;    # about 5.5 MB: some 80 rotations
 
-my $node = new_tls_node(
-	'rekey_time',
-	conf => "ssl_renegotiate.byte_limit = '64kB'\n"
+my $node = new_tls_node('rekey_time',
+		conf => "ssl_renegotiate.byte_limit = '64kB'\n"
 	  . "ssl_renegotiate.tls12 = renegotiate\n"
 	  . "ssl_renegotiate.log_rekeys = on\n");
 $node->start;
@@ -41,9 +40,11 @@ for my $tls ('1.3', '1.2')
 	my $pid = $s->query_safe('SELECT pg_backend_pid()');
 	ok(wait_idle($node, $pid), "TLS $tls: session idle");
 	my $before = activity_row($node, $pid);
-	my $pos    = -s $node->logfile;
+	my $pos = -s $node->logfile;
 
-	$s->query_safe("\\copy (SELECT i, repeat('x', 100) FROM generate_series(1, $ROWS) i) TO '/dev/null'");
+	$s->query_safe(
+		"\\copy (SELECT i, repeat('x', 100) FROM generate_series(1, $ROWS) i) TO '/dev/null'"
+	);
 	# the last lines are written at the next safe point
 	$s->query_safe('SELECT 1');
 	ok(wait_idle($node, $pid), "TLS $tls: idle after the COPY");
@@ -60,20 +61,29 @@ for my $tls ('1.3', '1.2')
 	my $grown = $after->{rekey_time} - $before->{rekey_time};
 	my $rotations = $after->{rekeys_sent} - $before->{rekeys_sent};
 
-	note sprintf('TLS %s: %d rotations; the lines add up to %.3f ms, rekey_time grew by %.3f ms',
+	note
+	  sprintf(
+		'TLS %s: %d rotations; the lines add up to %.3f ms, rekey_time grew by %.3f ms',
 		$tls, $rotations, $sum, $grown);
-	cmp_ok($rotations, '>=', 40, "TLS $tls: the COPY rotated the server's key");
+	cmp_ok($rotations, '>=', 40,
+		"TLS $tls: the COPY rotated the server's key");
 	is(scalar(@ours), $rotations,
 		"TLS $tls: one \"rotated the sending key\" line per rotation");
-	unlike($log, qr/rekeys of pid \Q$pid\E were not logged/,
+	unlike(
+		$log,
+		qr/rekeys of pid \Q$pid\E were not logged/,
 		"TLS $tls: no line dropped");
 	cmp_ok($grown, '>', 0, "TLS $tls: rekey_time grew");
 	# each line rounds to 1 us (%.3f ms); rekey_time counts whole us
-	cmp_ok(abs($sum - $grown), '<=', 0.0005 * @ours + 1e-6,
+	cmp_ok(
+		abs($sum - $grown),
+		'<=',
+		0.0005 * @ours + 1e-6,
 		"TLS $tls: the logged durations add up to rekey_time's growth");
 	if ($tls eq '1.2')
 	{
-		is(scalar(@theirs), $after->{rekeys_received} - $before->{rekeys_received},
+		is( scalar(@theirs),
+			$after->{rekeys_received} - $before->{rekeys_received},
 			'TLS 1.2: one client line per renegotiation');
 		ok(!grep({ $_ <= 0 } @theirs),
 			'TLS 1.2: each client line says how long after the request');

@@ -29,23 +29,24 @@ use Test::More;
 use Time::HiRes qw(time sleep);
 use SslrTest;
 
-my $ROWS   = 64 * 1024;    # lines of about 1 kB: 64 MB
+my $ROWS = 64 * 1024;    # lines of about 1 kB: 64 MB
 my $FILLER = 990;
 
 my $node = new_tls_node(
 	'pace',
 	real_pace => 1,
-	conf      => "ssl_renegotiate.byte_limit = 16kB\n"
+	conf => "ssl_renegotiate.byte_limit = 16kB\n"
 	  . "ssl_renegotiate.log_rekeys = on\n"
 	  . "max_wal_size = 1GB\n");
 $node->start;
 $node->safe_psql('postgres',
-	'CREATE EXTENSION ssl_renegotiate; '
-	  . 'CREATE UNLOGGED TABLE dst (i int, s text); CREATE TABLE ca (x text)');
+		'CREATE EXTENSION ssl_renegotiate; '
+	  . 'CREATE UNLOGGED TABLE dst (i int, s text); CREATE TABLE ca (x text)'
+);
 is($node->safe_psql('postgres', 'SHOW ssl_renegotiate.min_rekey_gap'),
 	'1s', 'the default gap is 1s');
 
-my $tmp     = PostgreSQL::Test::Utils::tempdir();
+my $tmp = PostgreSQL::Test::Utils::tempdir();
 my $connstr = tls_connstr($node, tls => '1.3');
 my $gen =
   "SELECT i, md5(i::text) || repeat('x', $FILLER) FROM generate_series(1, $ROWS) i";
@@ -64,8 +65,8 @@ sub copy_both_ways
 {
 	my ($gap_s, $what) = @_;
 	my $file = "$tmp/data_$what.txt";
-	my $s    = background_tls_psql($node, $connstr);
-	my $pid  = $s->query_safe('SELECT pg_backend_pid()');
+	my $s = background_tls_psql($node, $connstr);
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
 	is( $s->query_safe('SHOW ssl_renegotiate.min_rekey_gap'),
 		$gap_s == 1 ? '1s' : ($gap_s * 1000) . 'ms',
 		"$what: the session has the gap");
@@ -85,26 +86,35 @@ sub copy_both_ways
 	my $elapsed_from = time - $t0;
 	ok(wait_idle($node, $pid), "$what: idle after COPY FROM");
 	my $r2 = activity_row($node, $pid);
-	is(table_copy_md5($node, 'dst'), "$ROWS $want_md5",
+	is( table_copy_md5($node, 'dst'),
+		"$ROWS $want_md5",
 		"$what: COPY FROM data intact");
 
-	my $sent_to   = $r1->{rekeys_sent} - $r0->{rekeys_sent};
+	my $sent_to = $r1->{rekeys_sent} - $r0->{rekeys_sent};
 	my $sent_from = $r2->{rekeys_sent} - $r1->{rekeys_sent};
 	my $recv_from = $r2->{rekeys_received} - $r1->{rekeys_received};
 	note sprintf(
 		"%s: COPY TO %.2f s, %d server keys (%.2f/s, max %d bytes per key); "
 		  . "COPY FROM %.2f s, %d client keys, %d server keys (%.2f/s, max %d bytes per key)",
-		$what, $elapsed_to, $sent_to, $sent_to / $elapsed_to,
-		$r1->{max_sent_per_key}, $elapsed_from, $recv_from, $sent_from,
+		$what, $elapsed_to,
+		$sent_to, $sent_to / $elapsed_to,
+		$r1->{max_sent_per_key}, $elapsed_from,
+		$recv_from, $sent_from,
 		$recv_from / $elapsed_from, $r2->{max_received_per_key});
-	cmp_ok($sent_to, '<=', $elapsed_to / $gap_s + 2,
+	cmp_ok(
+		$sent_to, '<=',
+		$elapsed_to / $gap_s + 2,
 		"$what: COPY TO: server keys <= elapsed / gap + 2");
 	cmp_ok($sent_to, '>=', 1, "$what: COPY TO: the server's key rotated")
 	  if $elapsed_to >= 2 * $gap_s;
-	cmp_ok($recv_from, '<=', $elapsed_from / $gap_s + 2,
+	cmp_ok(
+		$recv_from, '<=',
+		$elapsed_from / $gap_s + 2,
 		"$what: COPY FROM: client keys <= elapsed / gap + 2");
 	# each request is a KeyUpdate of ours as well
-	cmp_ok($sent_from, '<=', $elapsed_from / $gap_s + 2,
+	cmp_ok(
+		$sent_from, '<=',
+		$elapsed_from / $gap_s + 2,
 		"$what: COPY FROM: server keys <= elapsed / gap + 2");
 	is($r2->{rekey_failures}, 0, "$what: no rekey failures");
 	is($s->query_safe('SELECT 1'), '1', "$what: the session lives on");
@@ -120,14 +130,15 @@ copy_both_ways(1, 'a 1s');
 set_system('ssl_renegotiate.min_rekey_gap', '250ms');
 copy_both_ways(0.25, 'a 250ms');
 $node->safe_psql('postgres',
-	'ALTER SYSTEM RESET ssl_renegotiate.min_rekey_gap; SELECT pg_reload_conf()');
+	'ALTER SYSTEM RESET ssl_renegotiate.min_rekey_gap; SELECT pg_reload_conf()'
+);
 
 # ---------------------------------------------------------------------
 # b. on demand, twice in quick succession (a gap of 3s, for a margin)
 # ---------------------------------------------------------------------
 set_system('ssl_renegotiate.min_rekey_gap', '3s');
 {
-	my $s   = background_tls_psql($node, $connstr);
+	my $s = background_tls_psql($node, $connstr);
 	my $pid = $s->query_safe('SELECT pg_backend_pid()');
 	is($s->query_safe('SHOW ssl_renegotiate.min_rekey_gap'),
 		'3s', 'b: the session has the gap');
@@ -142,12 +153,13 @@ set_system('ssl_renegotiate.min_rekey_gap', '3s');
 
 	$node->safe_psql('postgres', "SELECT ssl_renegotiate_rekey($pid)");
 	$s->query_safe('SELECT 1');
-	my $r2      = activity_row($node, $pid);
+	my $r2 = activity_row($node, $pid);
 	my $quickly = time - $t1 < 2.5;
 	is($r2->{rekeys_sent}, $r1->{rekeys_sent},
 		'b: the second, within the gap, waits')
 	  if $quickly;
-	note 'b: the second request came too late to test the wait' unless $quickly;
+	note 'b: the second request came too late to test the wait'
+	  unless $quickly;
 
 	sleep 3.2 - (time - $t1) if time - $t1 < 3.2;
 	$s->query_safe('SELECT 1');
@@ -158,7 +170,8 @@ set_system('ssl_renegotiate.min_rekey_gap', '3s');
 	$s->quit;
 }
 $node->safe_psql('postgres',
-	'ALTER SYSTEM RESET ssl_renegotiate.min_rekey_gap; SELECT pg_reload_conf()');
+	'ALTER SYSTEM RESET ssl_renegotiate.min_rekey_gap; SELECT pg_reload_conf()'
+);
 
 # ---------------------------------------------------------------------
 # c. at most 8 KeyUpdates in a row during COPY FROM
@@ -171,13 +184,15 @@ SKIP:
 	my $r = run_hostile_peer($peer, $node,
 		args => [ '--table', 'ca', 'copy-answering-then-query', 2 ]);
 	is($r->{copy_result}, 'ok', 'c: the COPY FROM completed');
-	is($r->{result},      'ok', 'c: the session ended normally');
+	is($r->{result}, 'ok', 'c: the session ended normally');
 	cmp_ok($r->{key_updates_received_max_in_row} // 99,
 		'<=', 8, 'c: at most 8 KeyUpdates in a row from the server');
-	cmp_ok($r->{key_updates_received_max_in_row} // 0,
-		'==', 8, 'c: ... and the rule was what stopped it (byte_limit asked for more)');
+	cmp_ok($r->{key_updates_received_max_in_row} // 0, '==', 8,
+		'c: ... and the rule was what stopped it (byte_limit asked for more)'
+	);
 	cmp_ok($r->{key_updates_sent_after_copy} // 0,
-		'>=', 1, "c: the client's key rotated again after the server sent data");
+		'>=', 1,
+		"c: the client's key rotated again after the server sent data");
 	$node->safe_psql('postgres',
 		'ALTER SYSTEM RESET ssl_renegotiate.debug_min_rekey_gap; SELECT pg_reload_conf()'
 	);
@@ -193,7 +208,12 @@ set_system('ssl_renegotiate.debug_min_rekey_gap', '0');
 	my ($in, $out, $err) = ('', '', '');
 	my $h = IPC::Run::start(
 		[ 'psql', '-X', '-d', $connstr, '-c', 'COPY dst FROM STDIN' ],
-		'<', \$in, '>', \$out, '2>', \$err,
+		'<',
+		\$in,
+		'>',
+		\$out,
+		'2>',
+		\$err,
 		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
 	$in = join('', map { "$_\t" . ('y' x 1000) . "\n" } 1 .. 2000);
 	$h->pump while length $in;
@@ -213,7 +233,8 @@ set_system('ssl_renegotiate.debug_min_rekey_gap', '0');
 		'd: ... with their pace and the known limits');
 }
 $node->safe_psql('postgres',
-	'ALTER SYSTEM RESET ssl_renegotiate.debug_min_rekey_gap; SELECT pg_reload_conf()');
+	'ALTER SYSTEM RESET ssl_renegotiate.debug_min_rekey_gap; SELECT pg_reload_conf()'
+);
 
 $node->stop;
 done_testing();

@@ -89,7 +89,9 @@ sub state_of
 sub session
 {
 	my (%opts) = @_;
-	return background_tls_psql($node, tls_connstr($node, tls => '1.3', %opts),
+	return background_tls_psql(
+		$node,
+		tls_connstr($node, tls => '1.3', %opts),
 		on_error_stop => 0);
 }
 
@@ -117,7 +119,8 @@ my $auto = 'configuration file|pgdata/postgresql.auto.conf';
 # 1. File values from conf.d/, as 1.0 to 1.2 took them
 # ---------------------------------------------------------------------
 my $s = session();
-is( state_of($s), join("\n",
+is( state_of($s),
+	join("\n",
 		"byte_limit|2MB|2048|kB|integer|$file|1",
 		"hard_limit|100MB|102400|kB|integer|$file|2",
 		"interval|1s|1|s|integer|$file|3",
@@ -132,7 +135,8 @@ my $offset = -s $node->logfile;
 $s->query(q{SET ssl_renegotiate.byte_limit = '3MB'});
 $s->query(q{SET ssl_renegotiate.hard_limit = '64MB'});
 $s->query(q{SET ssl_renegotiate.interval = '90s'});
-is( state_of($s), join("\n",
+is( state_of($s),
+	join("\n",
 		'byte_limit|3MB|3072|kB|integer|session',
 		'hard_limit|64MB|65536|kB|integer|session',
 		'interval|90s|90|s|integer|session',
@@ -149,11 +153,16 @@ ok( eval {
 $s->query('BEGIN');
 $s->query(q{SET LOCAL ssl_renegotiate.byte_limit = '1GB'});
 $s->query(q{SET LOCAL ssl_renegotiate.hard_limit = '100MB'});
-is( $s->query(q{SELECT current_setting('ssl_renegotiate.hard_limit')} . ", ($row_sql)"),
+is( $s->query(
+			q{SELECT current_setting('ssl_renegotiate.hard_limit')}
+		  . ", ($row_sql)"),
 	'100MB|row ' . GB . ' ' . (1024 + 64) * MB . ' 00:01:30 terminate',
-	'SET LOCAL byte_limit 1GB, then hard_limit 100MB: taken, the row enforces 1088MB');
+	'SET LOCAL byte_limit 1GB, then hard_limit 100MB: taken, the row enforces 1088MB'
+);
 $s->query('COMMIT');
-is( $s->query(q{SELECT current_setting('ssl_renegotiate.byte_limit')} . ", ($row_sql)"),
+is( $s->query(
+			q{SELECT current_setting('ssl_renegotiate.byte_limit')}
+		  . ", ($row_sql)"),
 	'3MB|row ' . (3 * MB) . ' ' . (67 * MB) . ' 00:01:30 terminate',
 	'... and after COMMIT, the session\'s values again');
 
@@ -165,12 +174,14 @@ CREATE FUNCTION limits_in_function() RETURNS text LANGUAGE sql
     AS $$SELECT concat_ws(' ', current_setting('ssl_renegotiate.byte_limit'),
                              current_setting('ssl_renegotiate.hard_limit'))$$;
 });
-is($s->query('SELECT limits_in_function()'), '1GB 100MB',
+is($s->query('SELECT limits_in_function()'),
+	'1GB 100MB',
 	"a function's SET clauses hard_limit 100MB, then byte_limit 1GB: taken");
 
 $s->query('RESET ssl_renegotiate.byte_limit');
 $s->query('SET ssl_renegotiate.interval TO DEFAULT');
-is( state_of($s), join("\n",
+is( state_of($s),
+	join("\n",
 		"byte_limit|2MB|2048|kB|integer|$file|1",
 		'hard_limit|64MB|65536|kB|integer|session',
 		"interval|1s|1|s|integer|$file|3",
@@ -188,19 +199,21 @@ $big->quit;
 like(
 	slurp_file($node->data_dir . '/postgresql.auto.conf'),
 	qr/^ssl_renegotiate\.hard_limit = '65MB'$/m,
-	'ALTER SYSTEM SET hard_limit 65MB from a database with byte_limit 1GB: taken');
+	'ALTER SYSTEM SET hard_limit 65MB from a database with byte_limit 1GB: taken'
+);
 $node->safe_psql('postgres',
 	q{ALTER SYSTEM SET ssl_renegotiate.interval = '2min'});
-reload_until(
-	q{SELECT current_setting('ssl_renegotiate.interval') = '2min'});
+reload_until(q{SELECT current_setting('ssl_renegotiate.interval') = '2min'});
 $s = session();
-is( state_of($s), join("\n",
+is( state_of($s),
+	join("\n",
 		"byte_limit|2MB|2048|kB|integer|$file|1",
 		"hard_limit|65MB|66560|kB|integer|$auto|3",
 		"interval|2min|120|s|integer|$auto|4",
 		"tls12|terminate|terminate|enum|$file|4",
 		'row ' . (2 * MB) . ' ' . (66 * MB) . ' 00:02:00 terminate'),
-	'ALTER SYSTEM + reload: pg_settings names postgresql.auto.conf, the row enforces 66MB');
+	'ALTER SYSTEM + reload: pg_settings names postgresql.auto.conf, the row enforces 66MB'
+);
 $s->quit;
 $node->safe_psql(
 	'postgres', q{
@@ -224,7 +237,8 @@ my $alias_state = join("\n",
 	'row ' . (4 * MB) . ' NULL NULL warn');
 $s = session();
 is(state_of($s), $alias_state,
-	'ssl_renegotiate.limit in conf.d/dba.conf, at a reload: byte_limit is 4MB, from that line, everywhere');
+	'ssl_renegotiate.limit in conf.d/dba.conf, at a reload: byte_limit is 4MB, from that line, everywhere'
+);
 $s->quit;
 like(
 	slurp_file($node->logfile, $offset),
@@ -239,46 +253,55 @@ $s->quit;
 my $log = slurp_file($node->logfile, $offset);
 my @warnings = $log =~
   /WARNING:  ssl_renegotiate\.limit sets ssl_renegotiate\.byte_limit to 4MB\n.*DETAIL:  ssl_renegotiate\.limit \(\S+\/conf\.d\/dba\.conf, line 1\)/g;
-is(scalar @warnings, 1, '... with one WARNING at start-up, naming conf.d/dba.conf, line 1');
-like($log, qr/HINT:  Rename it to ssl_renegotiate\.byte_limit in \S+\/conf\.d\/dba\.conf, line 1\./,
+is(scalar @warnings,
+	1, '... with one WARNING at start-up, naming conf.d/dba.conf, line 1');
+like(
+	$log,
+	qr/HINT:  Rename it to ssl_renegotiate\.byte_limit in \S+\/conf\.d\/dba\.conf, line 1\./,
 	'... whose hint names conf.d/dba.conf, not postgresql.conf');
 
 set_dba_conf('');
 reload_until(
 	q{SELECT current_setting('ssl_renegotiate.byte_limit') = '512MB'});
 $s = session();
-like(state_of($s), qr/^byte_limit\|512MB\|524288\|kB\|integer\|default\n.*\nrow 536870912 /s,
+like(
+	state_of($s),
+	qr/^byte_limit\|512MB\|524288\|kB\|integer\|default\n.*\nrow 536870912 /s,
 	'the old name removed: byte_limit is back at its default');
 $s->quit;
 
 # ---------------------------------------------------------------------
 # 5. Values refused at start-up, and at a reload
 # ---------------------------------------------------------------------
-set_dba_conf("ssl_renegotiate.hard_limit = '1MB'\nssl_renegotiate.interval = '400ms'\n");
+set_dba_conf(
+	"ssl_renegotiate.hard_limit = '1MB'\nssl_renegotiate.interval = '400ms'\n"
+);
 $offset = -s $node->logfile;
 $node->restart;
 $log = slurp_file($node->logfile, $offset);
-like($log,
+like(
+	$log,
 	qr/WARNING:  ssl_renegotiate\.hard_limit cannot be 1MB: the smallest value other than 0 is 64MB\n.*\n.*HINT:  0 turns it off\. Until the value is mended, ssl_renegotiate\.hard_limit keeps its default \(0, off\)\./,
 	'start-up with hard_limit = 1MB: a WARNING says it keeps its default');
-like($log,
+like(
+	$log,
 	qr/WARNING:  ssl_renegotiate\.interval cannot be 400ms: the smallest value other than 0 is 1s\n.*\n.*HINT:  0 turns it off\. Until the value is mended, ssl_renegotiate\.interval keeps its default \(0, off\)\./,
 	'start-up with interval = 400ms: a WARNING says it keeps its default');
-is( sql(
-		q{SELECT string_agg(concat_ws('|', name, setting, source), ',' ORDER BY name)
+is( sql(q{SELECT string_agg(concat_ws('|', name, setting, source), ',' ORDER BY name)
 		  FROM pg_settings WHERE name IN ('ssl_renegotiate.hard_limit',
 		    'ssl_renegotiate.interval', 'ssl_renegotiate.refused_settings')}),
 	'ssl_renegotiate.hard_limit|0|default,ssl_renegotiate.interval|0|default,'
 	  . 'ssl_renegotiate.refused_settings|2|default',
 	'... both at their defaults, and refused_settings counts the 2 lines');
-is( sql(
-		q{SELECT setting FROM pg_settings WHERE name = 'ssl_renegotiate.refused_settings'},
+is( sql(q{SELECT setting FROM pg_settings WHERE name = 'ssl_renegotiate.refused_settings'},
 		extra_params => [ '-U', 'regress_monitor' ]),
-	'2', '... which a pg_monitor role (the exporter\'s) reads too');
+	'2',
+	'... which a pg_monitor role (the exporter\'s) reads too');
 
-set_dba_conf("ssl_renegotiate.hard_limit = '1GB'\nssl_renegotiate.interval = '400ms'\n");
-reload_until(
-	q{SELECT current_setting('ssl_renegotiate.hard_limit') = '1GB'});
+set_dba_conf(
+	"ssl_renegotiate.hard_limit = '1GB'\nssl_renegotiate.interval = '400ms'\n"
+);
+reload_until(q{SELECT current_setting('ssl_renegotiate.hard_limit') = '1GB'});
 is(sql('SHOW ssl_renegotiate.refused_settings'),
 	'1', 'hard_limit mended at a reload: 1 line refused');
 set_dba_conf("ssl_renegotiate.hard_limit = '2MB'\n");
@@ -286,15 +309,14 @@ $offset = -s $node->logfile;
 $node->reload;
 $node->wait_for_log(qr/contains errors; unaffected changes were applied/,
 	$offset);
-is( sql(
-		q{SELECT current_setting('ssl_renegotiate.hard_limit') || ' '
+is( sql(q{SELECT current_setting('ssl_renegotiate.hard_limit') || ' '
 		  || current_setting('ssl_renegotiate.interval') || ' '
 		  || current_setting('ssl_renegotiate.refused_settings')}),
 	'1GB 0 1',
-	'hard_limit = 2MB at a reload: 1GB stays, interval gone from the file, 1 line refused');
+	'hard_limit = 2MB at a reload: 1GB stays, interval gone from the file, 1 line refused'
+);
 set_dba_conf('');
-reload_until(
-	q{SELECT current_setting('ssl_renegotiate.hard_limit') = '0'});
+reload_until(q{SELECT current_setting('ssl_renegotiate.hard_limit') = '0'});
 is(sql('SHOW ssl_renegotiate.refused_settings'),
 	'0', 'lines removed: none refused');
 

@@ -44,12 +44,11 @@ my $LIMIT = 64 * 1024;
 
 # Rows of the bulk COPYs: "i<TAB>md5(i) || 70 filler bytes<LF>", about 110
 # bytes each; 300000 rows are about 32 MB.
-my $BIG_ROWS   = 300_000;
+my $BIG_ROWS = 300_000;
 my $SMALL_ROWS = 50_000;    # about 5.5 MB
-my $FILLER     = 70;
+my $FILLER = 70;
 
-my $node = new_tls_node(
-	'tls12',
+my $node = new_tls_node('tls12',
 	conf => "ssl_renegotiate.byte_limit = '64kB'\n"
 	  . "ssl_renegotiate.tls12 = renegotiate\n");
 $node->start;
@@ -149,7 +148,8 @@ sub make_copy_in_file
 
 sub msg_startup
 {
-	my $body = "user\0postgres\0database\0postgres\0application_name\0s_client\0\0";
+	my $body =
+	  "user\0postgres\0database\0postgres\0application_name\0s_client\0\0";
 	return pack('NN', 8 + length($body), 196608) . $body;
 }
 
@@ -166,10 +166,10 @@ sub msg_ext_query
 {
 	my ($sql) = @_;
 	my $parse = "\0$sql\0" . pack('n', 0);
-	my $bind  = "\0\0" . pack('nnn', 0, 0, 0);
-	my $exec  = "\0" . pack('N', 0);
+	my $bind = "\0\0" . pack('nnn', 0, 0, 0);
+	my $exec = "\0" . pack('N', 0);
 	return
-	    'P'
+		'P'
 	  . pack('N', 4 + length($parse))
 	  . $parse . 'B'
 	  . pack('N', 4 + length($bind))
@@ -197,7 +197,10 @@ sub pg_messages
 	return @m;
 }
 
-sub count_ready { return scalar grep { $_->[0] eq 'Z' } pg_messages($_[0]); }
+sub count_ready
+{
+	return scalar grep { $_->[0] eq 'Z' } pg_messages($_[0]);
+}
 
 # fields of an ErrorResponse body: { S => 'FATAL', M => '...', ... }
 sub error_fields
@@ -227,21 +230,27 @@ sub sclient_start
 {
 	my (@opts) = @_;
 	my $c = {
-		in      => '',
-		out     => '',
-		err     => '',
+		in => '',
+		out => '',
+		err => '',
 		msgfile => "$tmp/sclient_msg_" . ++$sclient_n,
-		timer   => IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default),
+		timer => IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default),
 	};
 	$c->{h} = IPC::Run::start(
 		[
 			'openssl', 's_client',
 			'-starttls' => 'postgres',
-			'-connect'  => '127.0.0.1:' . $node->port,
+			'-connect' => '127.0.0.1:' . $node->port,
 			'-tls1_2', '-quiet', @opts,
 			'-msg', '-msgfile' => $c->{msgfile}
 		],
-		'<', \$c->{in}, '>', \$c->{out}, '2>', \$c->{err}, $c->{timer});
+		'<',
+		\$c->{in},
+		'>',
+		\$c->{out},
+		'2>',
+		\$c->{err},
+		$c->{timer});
 	$c->{in} .= msg_startup();
 	sclient_pump_until($c, sub { count_ready($c->{out}) >= 1 });
 	$c->{pid} = backend_pid($c->{out});
@@ -312,7 +321,8 @@ sub row_summary
 {
 	my ($row) = @_;
 	return 'no row' unless $row;
-	return join ', ', map { "$_=" . ($row->{$_} // 'NULL') }
+	return join ', ',
+	  map { "$_=" . ($row->{$_} // 'NULL') }
 	  qw(version bytes_sent bytes_received rekeys_sent rekeys_received
 	  rekey_failures rekeys_skipped renegotiations_refused max_sent_per_key
 	  max_received_per_key sent_since_rekey received_since_rekey rekey_time
@@ -347,7 +357,8 @@ sub copy_session
 		}
 		else
 		{
-			my ($file, $md5, $size) = make_copy_in_file($rows, "in_${slug}_$n");
+			my ($file, $md5, $size) =
+			  make_copy_in_file($rows, "in_${slug}_$n");
 			$script .= "\\copy copy_in from '$file'\n";
 			push @checks, [ $dir, $rows, $file, $md5, $size ];
 		}
@@ -359,8 +370,8 @@ sub copy_session
 	my $ret = $node->psql(
 		'postgres', $script,
 		connstr => $connstr12,
-		stdout  => \$out,
-		stderr  => \$err);
+		stdout => \$out,
+		stderr => \$err);
 	is($ret, 0, "$label: psql session over TLS 1.2 succeeded");
 	is($err, '', "$label: psql printed no error");
 
@@ -378,16 +389,19 @@ sub copy_session
 		{
 			my $got = -s $file // 0;
 			note "$label: COPY TO of $rows rows wrote $got bytes";
-			cmp_ok($got, '>=', $rows * 100,
+			cmp_ok(
+				$got, '>=',
+				$rows * 100,
 				"$label: COPY TO output has its full size");
-			is(-e $file ? file_md5($file) : 'no file',
+			is( -e $file ? file_md5($file) : 'no file',
 				series_copy_md5($node, $rows, $FILLER),
 				"$label: COPY TO data intact (md5 equal on both ends)");
 			unlink $file;
 		}
 		else
 		{
-			is(table_copy_md5($node, 'copy_in'), "$rows $md5",
+			is(table_copy_md5($node, 'copy_in'),
+				"$rows $md5",
 				"$label: COPY FROM data intact ($size bytes, md5 equal)");
 			unlink $file;
 		}
@@ -411,14 +425,14 @@ sub client_renegotiation_refused
 {
 	my ($mode, $after_ours) = @_;
 	$mode .= ': client-initiated' . ($after_ours ? ' after ours' : '');
-	my $t0  = totals();
+	my $t0 = totals();
 	my $log = log_size();
 
 	# -no_ign_eof: with -quiet, s_client ignores its command letters unless
 	# told not to ignore EOF
 	my $c = sclient_start('-no_ign_eof');
 	my $pid = $c->{pid};
-	ok(defined $pid,
+	ok( defined $pid,
 		"$mode: s_client session is up (backend pid "
 		  . ($pid // 'none') . ')');
 	$pid //= 0;
@@ -443,7 +457,8 @@ sub client_renegotiation_refused
 		0, "$mode: nothing refused yet");
 
 	$c->{in} .= "R\n";
-	my $refusal = qr/^<<< TLS 1\.2, Alert \[length 0002\], warning no_renegotiation/m;
+	my $refusal =
+	  qr/^<<< TLS 1\.2, Alert \[length 0002\], warning no_renegotiation/m;
 	sclient_pump_until($c,
 		sub { sclient_tls_log($c) =~ $refusal || !$c->{h}->pumpable });
 	like($c->{err}, qr/RENEGOTIATING/,
@@ -454,8 +469,10 @@ sub client_renegotiation_refused
 	like($tls, $refusal,
 		"$mode: server answered the ClientHello with a no_renegotiation warning"
 	);
-	my @hellos = $tls =~ /^<<< TLS 1\.2, Handshake \[length [0-9a-f]+\], ServerHello$/mg;
-	is(scalar @hellos, $after_ours ? 2 : 1,
+	my @hellos =
+	  $tls =~ /^<<< TLS 1\.2, Handshake \[length [0-9a-f]+\], ServerHello$/mg;
+	is( scalar @hellos,
+		$after_ours ? 2 : 1,
 		"$mode: server sent no ServerHello for the client's renegotiation");
 
 	if ($survived)
@@ -464,7 +481,9 @@ sub client_renegotiation_refused
 		my $before = count_ready($c->{out});
 		$c->{in} .= msg_ext_query('SELECT 6 * 7');
 		sclient_pump_until($c, sub { count_ready($c->{out}) > $before });
-		like($c->{out}, qr/D\0\0\0\x0c\0\x01\0\0\0\x0242/,
+		like(
+			$c->{out},
+			qr/D\0\0\0\x0c\0\x01\0\0\0\x0242/,
 			"$mode: a query works after the refusal");
 		sclient_stop($c);
 	}
@@ -481,11 +500,9 @@ sub client_renegotiation_refused
 		ok( log_wait(
 				qr/\[$pid\] .*SSL error: (?:sslv3|ssl\/tls|tls) alert handshake failure/,
 				$log),
-			"$mode: server logged the client's alert and the session ended"
-		);
+			"$mode: server logged the client's alert and the session ended");
 	}
-	note "$mode: s_client TLS messages:\n"
-	  . sclient_tls_summary($c);
+	note "$mode: s_client TLS messages:\n" . sclient_tls_summary($c);
 	note "$mode: s_client stderr: $c->{err}";
 
 	# wait until the backend is gone (or idle, if it survived) so totals hold
@@ -494,7 +511,7 @@ sub client_renegotiation_refused
 		"SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid AND state <> 'idle'"
 	);
 	my $t1 = totals();
-	is( $t1->{renegotiations_refused} - $t0->{renegotiations_refused},
+	is($t1->{renegotiations_refused} - $t0->{renegotiations_refused},
 		1, "$mode: totals.renegotiations_refused grew by 1");
 	is( $t1->{rekeys_sent} - $t0->{rekeys_sent},
 		$after_ours ? 1 : 0,
@@ -528,13 +545,16 @@ sub sclient_wait_exit_quick
 
 	# COPY TO: the server sends 32 MB; its send side renegotiates, in the
 	# middle of the COPY (the server drives the handshake itself)
-	my ($pid, $row) = copy_session("$mode: psql COPY TO", [ to => $BIG_ROWS ]);
+	my ($pid, $row) =
+	  copy_session("$mode: psql COPY TO", [ to => $BIG_ROWS ]);
 	$row //= {};
 	is($row->{version}, 'TLSv1.2', "$mode: COPY TO: session used TLS 1.2");
-	cmp_ok($row->{rekeys_sent} // 0, '>', 0, "$mode: COPY TO: rekeys_sent > 0");
+	cmp_ok($row->{rekeys_sent} // 0,
+		'>', 0, "$mode: COPY TO: rekeys_sent > 0");
 	cmp_ok($row->{rekeys_received} // 0,
 		'>', 0, "$mode: COPY TO: rekeys_received > 0");
-	is($row->{rekeys_received} // 'none', $row->{rekeys_sent} // 'no row',
+	is( $row->{rekeys_received} // 'none',
+		$row->{rekeys_sent}     // 'no row',
 		"$mode: COPY TO: each renegotiation counted in both directions");
 	# about one renegotiation per 64 kB sent (at least one per 2 x limit)
 	cmp_ok(
@@ -557,18 +577,24 @@ sub sclient_wait_exit_quick
 
 	# COPY FROM: the server receives 32 MB; its receive side renegotiates
 	# (the HelloRequest goes out at once; libpq reads it when it reads)
-	($pid, $row) = copy_session("$mode: psql COPY FROM", [ from => $BIG_ROWS ]);
+	($pid, $row) =
+	  copy_session("$mode: psql COPY FROM", [ from => $BIG_ROWS ]);
 	$row //= {};
-	cmp_ok($row->{bytes_received} // 0,
-		'>=', $BIG_ROWS * 100, "$mode: COPY FROM: bytes_received >= the data");
+	cmp_ok(
+		$row->{bytes_received} // 0,
+		'>=',
+		$BIG_ROWS * 100,
+		"$mode: COPY FROM: bytes_received >= the data");
 	cmp_ok($row->{rekeys_received} // 0,
 		'>', 0, "$mode: COPY FROM: rekeys_received > 0");
-	cmp_ok($row->{rekeys_sent} // 0, '>', 0, "$mode: COPY FROM: rekeys_sent > 0");
-	is($row->{rekeys_received} // 'none', $row->{rekeys_sent} // 'no row',
+	cmp_ok($row->{rekeys_sent} // 0,
+		'>', 0, "$mode: COPY FROM: rekeys_sent > 0");
+	is( $row->{rekeys_received} // 'none',
+		$row->{rekeys_sent}     // 'no row',
 		"$mode: COPY FROM: each renegotiation counted in both directions");
 	is($row->{rekey_failures}, 0, "$mode: COPY FROM: rekey_failures = 0");
-	cmp_ok($row->{max_sent_per_key} // 9e99, '<=', $bound,
-		"$mode: COPY FROM: max_sent_per_key <= $bound");
+	cmp_ok($row->{max_sent_per_key} // 9e99,
+		'<=', $bound, "$mode: COPY FROM: max_sent_per_key <= $bound");
 
 	is(log_trouble($log), '',
 		"$mode: no SSL error, FATAL nor renegotiation trouble logged for the psql sessions"
@@ -590,7 +616,8 @@ sub sclient_wait_exit_quick
 	like(
 		$tls,
 		qr/^<<< TLS 1\.2, Handshake \[length 0004\], HelloRequest/m,
-		"$mode: refusing client: server asked it to renegotiate (HelloRequest)");
+		"$mode: refusing client: server asked it to renegotiate (HelloRequest)"
+	);
 	like(
 		$tls,
 		qr/^>>> TLS 1\.2, Alert \[length 0002\], warning no_renegotiation/m,
@@ -600,13 +627,13 @@ sub sclient_wait_exit_quick
 	my @m = pg_messages($c->{out});
 	my ($data) = grep { $_->[0] eq 'D' } @m;
 	note "$mode: refusing client got messages "
-	  . join(' ', map { $_->[0] } @m)
-	  . ' ('
+	  . join(' ', map { $_->[0] } @m) . ' ('
 	  . length($c->{out})
 	  . ' bytes)';
 	is(scalar(grep { $_->[0] eq 'Z' } @m),
 		1, "$mode: refusing client: no ReadyForQuery after the query");
-	ok( log_wait(qr/\[$rpid\] .*FATAL:  client refused TLS renegotiation/, $log),
+	ok( log_wait(
+			qr/\[$rpid\] .*FATAL:  client refused TLS renegotiation/, $log),
 		"$mode: refusing client: server logged FATAL client refused TLS renegotiation"
 	);
 	$node->poll_query_until('postgres',
@@ -632,23 +659,30 @@ sub sclient_wait_exit_quick
 	# one session, traffic both ways, well past the limit each way
 	my ($pid, $row) = copy_session(
 		"$mode: psql",
-		[ to   => $SMALL_ROWS ],
+		[ to => $SMALL_ROWS ],
 		[ from => $SMALL_ROWS ],
-		[ to   => $SMALL_ROWS ]);
+		[ to => $SMALL_ROWS ]);
 	$row //= {};
 	$pid //= 0;
 	my @hits = log_since($log) =~
 	  /LOG:  ssl_renegotiate: TLS 1\.2 connection of pid $pid reached ssl_renegotiate\.byte_limit and goes on under its current keys/g;
-	is(scalar @hits, 1,
+	is( scalar @hits,
+		1,
 		"$mode: the warning is logged exactly once for pid $pid, after traffic both ways"
 	);
 	is($row->{rekeys_skipped}, 1, "$mode: rekeys_skipped = 1");
-	is($row->{rekeys_sent},    0, "$mode: rekeys_sent = 0");
+	is($row->{rekeys_sent}, 0, "$mode: rekeys_sent = 0");
 	is($row->{rekeys_received}, 0, "$mode: rekeys_received = 0");
 	is($row->{rekey_failures}, 0, "$mode: rekey_failures = 0");
-	cmp_ok($row->{sent_since_rekey} // 0, '>', 2 * $SMALL_ROWS * 100,
+	cmp_ok(
+		$row->{sent_since_rekey} // 0,
+		'>',
+		2 * $SMALL_ROWS * 100,
 		"$mode: the connection went on sending under its first key");
-	cmp_ok($row->{received_since_rekey} // 0, '>', $SMALL_ROWS * 100,
+	cmp_ok(
+		$row->{received_since_rekey} // 0,
+		'>',
+		$SMALL_ROWS * 100,
 		"$mode: ... and receiving under its first key");
 	is(log_trouble($log), '',
 		"$mode: no SSL error nor FATAL logged for the psql session");
@@ -676,22 +710,26 @@ sub sclient_wait_exit_quick
 	# a second large result: the session goes on
 	$c->{in} .= msg_query("SELECT length(repeat('y', 300000)::text)");
 	sclient_pump_until($c, sub { count_ready($c->{out}) >= 3 });
-	like($c->{out}, qr/D\0\0\0\x10\0\x01\0\0\0\x06300000/,
+	like(
+		$c->{out},
+		qr/D\0\0\0\x10\0\x01\0\0\0\x06300000/,
 		"$mode: refusing client: session goes on (second query answered)");
 	my $row2 = activity_row($node, $rpid);
 	is($row2 && $row2->{rekeys_skipped},
 		1, "$mode: refusing client: rekeys_skipped = 1");
-	is($row2 && $row2->{rekeys_sent}, 0,
-		"$mode: refusing client: rekeys_sent = 0");
+	is($row2 && $row2->{rekeys_sent},
+		0, "$mode: refusing client: rekeys_sent = 0");
 	is($row2 && $row2->{rekey_failures},
 		0, "$mode: refusing client: rekey_failures = 0");
 	sclient_stop($c);
 	# s_client writes its TLS log through a buffer: read it after exit
 	my $tls = sclient_tls_log($c);
-	like($tls, qr/Finished/, "$mode: refusing client: s_client TLS log written");
+	like($tls, qr/Finished/,
+		"$mode: refusing client: s_client TLS log written");
 	unlike($tls, qr/HelloRequest/,
 		"$mode: refusing client: no HelloRequest sent");
-	ok(log_since($log) =~ /ssl_renegotiate: TLS 1\.2 connection of pid $rpid reached/,
+	ok( log_since($log) =~
+		  /ssl_renegotiate: TLS 1\.2 connection of pid $rpid reached/,
 		"$mode: refusing client: the warning is logged for its pid");
 
 	client_renegotiation_refused($mode);
@@ -706,7 +744,7 @@ sub sclient_wait_exit_quick
 	my $connstr = tls_connstr($node, tls => '1.2');
 
 	# COPY TO: the send side reaches the limit: FATAL to the client
-	my $t0  = totals();
+	my $t0 = totals();
 	my $log = log_size();
 	my $file = "$tmp/copy_out_terminate";
 	my ($out, $err) = ('', '');
@@ -716,8 +754,8 @@ sub sclient_wait_exit_quick
 		  . gen_select($SMALL_ROWS)
 		  . ") to '$file'\nSELECT 'still here';",
 		connstr => $connstr,
-		stdout  => \$out,
-		stderr  => \$err);
+		stdout => \$out,
+		stderr => \$err);
 	note "$mode: psql COPY TO: ret=$ret stdout=$out stderr=$err";
 	isnt($ret, 0, "$mode: COPY TO: psql failed");
 	like(
@@ -727,10 +765,14 @@ sub sclient_wait_exit_quick
 	unlike($out, qr/still here/, "$mode: COPY TO: session did not go on");
 	my ($tpid) = $out =~ /^(\d+)$/m;
 	ok(defined $tpid, "$mode: COPY TO: backend pid known");
-	cmp_ok(-s $file // 0, '<', $SMALL_ROWS * 100,
+	cmp_ok(
+		-s $file // 0,
+		'<',
+		$SMALL_ROWS * 100,
 		"$mode: COPY TO: output was cut short");
 	$node->poll_query_until('postgres',
-		"SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = " . ($tpid // 0));
+		"SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = "
+		  . ($tpid // 0));
 	my $t1 = totals();
 	is($t1->{terminations} - $t0->{terminations},
 		1, "$mode: COPY TO: totals.terminations grew by 1");
@@ -739,15 +781,15 @@ sub sclient_wait_exit_quick
 	# and the server logs why
 	$node->safe_psql('postgres', 'TRUNCATE copy_in');
 	my ($in_file) = make_copy_in_file($SMALL_ROWS, 'copy_in_terminate');
-	$t0  = totals();
+	$t0 = totals();
 	$log = log_size();
 	($out, $err) = ('', '');
 	$ret = $node->psql(
 		'postgres',
 		"SELECT pg_backend_pid();\n\\copy copy_in from '$in_file'\nSELECT 'still here';",
 		connstr => $connstr,
-		stdout  => \$out,
-		stderr  => \$err);
+		stdout => \$out,
+		stderr => \$err);
 	note "$mode: psql COPY FROM: ret=$ret stdout=$out stderr=$err";
 	isnt($ret, 0, "$mode: COPY FROM: psql failed");
 	unlike($out, qr/still here/, "$mode: COPY FROM: session did not go on");
@@ -768,7 +810,7 @@ sub sclient_wait_exit_quick
 
 	# A client that refuses renegotiation: it does not matter, the session
 	# ends with the FATAL of terminate, which the client receives.
-	$t0  = totals();
+	$t0 = totals();
 	$log = log_size();
 	my $c = sclient_start('-no_renegotiation', '-nocommands');
 	my $rpid = $c->{pid};
@@ -786,7 +828,8 @@ sub sclient_wait_exit_quick
 		'terminating connection because its TLS 1.2 keys reached ssl_renegotiate.byte_limit',
 		"$mode: refusing client: ... the FATAL of terminate");
 	my $tls = sclient_tls_log($c);
-	like($tls, qr/Finished/, "$mode: refusing client: s_client TLS log written");
+	like($tls, qr/Finished/,
+		"$mode: refusing client: s_client TLS log written");
 	unlike($tls, qr/HelloRequest/,
 		"$mode: refusing client: no HelloRequest sent");
 	$node->poll_query_until('postgres',

@@ -41,16 +41,18 @@ my $SOURCE =
 
 for my $tool ('java', 'javac')
 {
-	plan skip_all => "$tool is not installed (Debian: default-jdk-headless)"
-	  unless grep { -x "$_/$tool" } split /:/, $ENV{PATH};
+	plan
+	  skip_all => "$tool is not installed (Debian: default-jdk-headless)"
+	  unless grep { -x "$_/$tool" } split /:/,
+	  $ENV{PATH};
 }
 plan skip_all =>
   "pgjdbc is not installed: no $PGJDBC_JAR (Debian: libpostgresql-jdbc-java)"
   unless -r $PGJDBC_JAR;
 plan skip_all => "no $SOURCE" unless -r $SOURCE;
 
-my $LIMIT  = 64 * 1024;
-my $ROWS   = 300_000;    # about 32 MB each way
+my $LIMIT = 64 * 1024;
+my $ROWS = 300_000;    # about 32 MB each way
 my $FILLER = 70;
 
 my $tmp = PostgreSQL::Test::Utils::tempdir;
@@ -60,17 +62,23 @@ my $tmp = PostgreSQL::Test::Utils::tempdir;
 	my ($out, $err) = ('', '');
 	my $ok = IPC::Run::run(
 		[ 'javac', '-d', $tmp, '-cp', $PGJDBC_JAR, $SOURCE ],
-		'<', \undef, '>', \$out, '2>', \$err,
+		'<',
+		\undef,
+		'>',
+		\$out,
+		'2>',
+		\$err,
 		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
 	ok($ok, 'CopyRoundTrip.java compiles') or diag("javac: $out$err");
 	BAIL_OUT('cannot compile the Java client') unless $ok;
 	my $v = `java -version 2>&1`;
-	note "java: " . (split /\n/, $v)[0] . "; pgjdbc: $PGJDBC_JAR -> "
+	note "java: "
+	  . (split /\n/, $v)[0]
+	  . "; pgjdbc: $PGJDBC_JAR -> "
 	  . (readlink($PGJDBC_JAR) // $PGJDBC_JAR);
 }
 
-my $node = new_tls_node(
-	'jdbc',
+my $node = new_tls_node('jdbc',
 	conf => "ssl_renegotiate.byte_limit = '64kB'\n"
 	  . "ssl_renegotiate.tls12 = renegotiate\n");
 $node->start;
@@ -87,7 +95,7 @@ sub run_java
 {
 	my ($version, $rows_out, $rows_in, $params, $param_bytes) = @_;
 	my $url =
-	    'jdbc:postgresql://127.0.0.1:'
+		'jdbc:postgresql://127.0.0.1:'
 	  . $node->port
 	  . '/postgres?user=postgres&sslmode=require'
 	  . '&sslfactory=org.postgresql.ssl.NonValidatingFactory'
@@ -96,9 +104,11 @@ sub run_java
 	  . ($params // '');
 	# C1 only and the serial collector: a short run on a small machine
 	my @cmd = (
-		'java', '-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC',
-		"-Djdk.tls.client.protocols=TLSv$version",
-		'-cp', "$PGJDBC_JAR:$tmp", 'CopyRoundTrip', $url, $rows_out, $rows_in,
+		'java', '-XX:TieredStopAtLevel=1',
+		'-XX:+UseSerialGC', "-Djdk.tls.client.protocols=TLSv$version",
+		'-cp', "$PGJDBC_JAR:$tmp",
+		'CopyRoundTrip', $url,
+		$rows_out, $rows_in,
 		$FILLER, $param_bytes // 0);
 	my ($out, $err) = ('', '');
 	my %r;
@@ -127,7 +137,8 @@ sub run_java
 sub row_summary
 {
 	my ($row) = @_;
-	return join ', ', map { "$_=" . ($row->{$_} // 'NULL') }
+	return join ', ',
+	  map { "$_=" . ($row->{$_} // 'NULL') }
 	  qw(version cipher bytes_sent bytes_received rekeys_sent rekeys_received
 	  rekey_failures rekeys_skipped max_sent_per_key max_received_per_key
 	  rekey_time rekey_pending);
@@ -146,20 +157,24 @@ my $bound = $LIMIT + (5 + length("$ROWS\t") + 32 + $FILLER + 1) + 8192;
 	my $label = 'jdbc TLS 1.3';
 	$node->safe_psql('postgres', 'TRUNCATE copy_in');
 	my $log = -s $node->logfile;
-	my $r   = run_java('1.3', $ROWS, $ROWS);
+	my $r = run_java('1.3', $ROWS, $ROWS);
 	my $row = $r->{activity_row};
 	note "$label: " . row_summary($row);
 
 	is($r->{exit}, 0, "$label: client finished without error");
 	is($r->{tls_version}, 'TLSv1.3', "$label: connection uses TLS 1.3");
-	cmp_ok($r->{out_bytes} // 0, '>=', $ROWS * 100,
+	cmp_ok(
+		$r->{out_bytes} // 0,
+		'>=',
+		$ROWS * 100,
 		"$label: COPY OUT received the whole data");
 	is($r->{out_md5}, $out_md5, "$label: COPY OUT data intact (md5)");
 	is($r->{in_rows}, $ROWS, "$label: COPY IN reports all rows");
-	is(table_copy_md5($node, 'copy_in'), $ROWS . ' ' . ($r->{in_md5} // 'none'),
+	is( table_copy_md5($node, 'copy_in'),
+		$ROWS . ' ' . ($r->{in_md5} // 'none'),
 		"$label: COPY IN data intact (md5)");
 	is($row->{version}, 'TLSv1.3', "$label: activity row is TLS 1.3");
-	cmp_ok($row->{rekeys_sent} // 0, '>', 0, "$label: rekeys_sent > 0");
+	cmp_ok($row->{rekeys_sent}     // 0, '>', 0, "$label: rekeys_sent > 0");
 	cmp_ok($row->{rekeys_received} // 0,
 		'>', 0,
 		"$label: rekeys_received > 0 (JSSE answers KeyUpdate requests)");
@@ -186,9 +201,12 @@ my $bound = $LIMIT + (5 + length("$ROWS\t") + 32 + $FILLER + 1) + 8192;
 # ---------------------------------------------------------------------
 {
 	my $label = 'jdbc TLS 1.3 hard_limit';
-	my $log   = -s $node->logfile;
-	my $t0    = totals_row($node);
-	my $r     = run_java('1.3', 0, 0,
+	my $log = -s $node->logfile;
+	my $t0 = totals_row($node);
+	my $r = run_java(
+		'1.3',
+		0,
+		0,
 		'&options=-c%20ssl_renegotiate.byte_limit%3D0%20-c%20ssl_renegotiate.hard_limit%3D64MB',
 		70_000_000);
 	my $pid = $r->{pid} // 0;
@@ -206,12 +224,20 @@ my $bound = $LIMIT + (5 + length("$ROWS\t") + 32 + $FILLER + 1) + 8192;
 	  or die "backend $pid did not exit";
 	is(totals_row($node)->{terminations} - $t0->{terminations},
 		1, "$label: totals.terminations grew by 1");
-	my @lines = grep { /\[$pid\]/ } split /\n/, slurp_file($node->logfile, $log);
-	is( join("\n",
-			grep { /ERROR|FATAL|PANIC|unexpected EOF|connection to client lost/ } @lines),
-		join("\n",
-			grep { /FATAL:  terminating connection because more than ssl_renegotiate\.hard_limit was received/ } @lines),
-		"$label: the server log has the FATAL and no other error for the backend");
+	my @lines = grep { /\[$pid\]/ } split /\n/,
+	  slurp_file($node->logfile, $log);
+	is( join(
+			"\n",
+			grep {
+				/ERROR|FATAL|PANIC|unexpected EOF|connection to client lost/
+			} @lines),
+		join(
+			"\n",
+			grep {
+				/FATAL:  terminating connection because more than ssl_renegotiate\.hard_limit was received/
+			} @lines),
+		"$label: the server log has the FATAL and no other error for the backend"
+	);
 	cmp_ok(scalar(grep { /FATAL/ } @lines), '==', 1, "$label: ... once");
 }
 
@@ -222,8 +248,8 @@ my $bound = $LIMIT + (5 + length("$ROWS\t") + 32 + $FILLER + 1) + 8192;
 	my $label = 'jdbc TLS 1.2 renegotiate';
 	$node->safe_psql('postgres', 'TRUNCATE copy_in');
 	my $log = -s $node->logfile;
-	my $t0  = totals_row($node);
-	my $r   = run_java('1.2', $ROWS, $ROWS);
+	my $t0 = totals_row($node);
+	my $r = run_java('1.2', $ROWS, $ROWS);
 	my $row = $r->{activity_row};
 	note "$label: " . row_summary($row);
 	my $t1 = totals_row($node);
@@ -241,19 +267,24 @@ my $bound = $LIMIT + (5 + length("$ROWS\t") + 32 + $FILLER + 1) + 8192;
 	# renegotiation rotates both directions.
 	is($r->{exit}, 0, "$label: client finished without error");
 	is($r->{out_md5}, $out_md5, "$label: COPY OUT data intact (md5)");
-	is(table_copy_md5($node, 'copy_in'), $ROWS . ' ' . ($r->{in_md5} // 'none'),
+	is( table_copy_md5($node, 'copy_in'),
+		$ROWS . ' ' . ($r->{in_md5} // 'none'),
 		"$label: COPY IN data intact (md5)");
 	ok(defined $r->{activity},
 		"$label: session goes on after the COPYs (next query answered)")
 	  or diag("client: " . ($r->{activity_error} // $r->{error} // '?'));
-	cmp_ok($row->{rekeys_sent} // 0, '>', 0, "$label: rekeys_sent > 0");
-	cmp_ok($row->{rekeys_received} // 0, '>', 0, "$label: rekeys_received > 0");
-	is($row->{rekeys_received} // 'none', $row->{rekeys_sent} // 'no row',
+	cmp_ok($row->{rekeys_sent}     // 0, '>', 0, "$label: rekeys_sent > 0");
+	cmp_ok($row->{rekeys_received} // 0,
+		'>', 0, "$label: rekeys_received > 0");
+	is( $row->{rekeys_received} // 'none',
+		$row->{rekeys_sent}     // 'no row',
 		"$label: each renegotiation counted in both directions");
 	is($row->{rekey_failures}, 0, "$label: rekey_failures = 0");
 	cmp_ok($row->{max_sent_per_key} // 9e99,
 		'<=', $bound, "$label: max_sent_per_key <= $bound");
-	unlike($server_log, qr/client refused TLS renegotiation/,
+	unlike(
+		$server_log,
+		qr/client refused TLS renegotiation/,
 		"$label: JSSE did not refuse renegotiation");
 
 	my @trouble = grep {

@@ -55,7 +55,12 @@ sub streaming_walsender
 		'<', \undef, '>', \$out, '2>', \$err);
 	$node->poll_query_until('postgres',
 		"SELECT count(*) = 1 FROM pg_stat_replication WHERE application_name = 'receivewal$tls' AND state = 'streaming'"
-	) or do { $receiver->pump_nb; die "pg_receivewal did not start streaming: $err"; };
+	  )
+	  or do
+	{
+		$receiver->pump_nb;
+		die "pg_receivewal did not start streaming: $err";
+	};
 	my $walpid = $node->safe_psql('postgres',
 		"SELECT pid FROM pg_stat_replication WHERE application_name = 'receivewal$tls'"
 	);
@@ -67,14 +72,17 @@ for my $tls ('1.2', '1.3')
 	my $pos0 = -s $node->logfile;
 	my ($receiver, $walpid) = streaming_walsender($tls);
 	is( $node->safe_psql(
-			'postgres', "SELECT version FROM pg_stat_ssl WHERE pid = $walpid"),
+			'postgres', "SELECT version FROM pg_stat_ssl WHERE pid = $walpid"
+		),
 		"TLSv$tls",
 		"TLS $tls: the walsender runs on TLS $tls");
 
 	# 1. streaming past the limit
 	$node->safe_psql('postgres',
-		q{INSERT INTO w SELECT i, repeat('x', 200) FROM generate_series(1, 10000) i});
-	my $lsn = $node->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
+		q{INSERT INTO w SELECT i, repeat('x', 200) FROM generate_series(1, 10000) i}
+	);
+	my $lsn =
+	  $node->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
 	ok( $node->poll_query_until(
 			'postgres',
 			"SELECT write_lsn >= '$lsn' FROM pg_stat_replication WHERE pid = $walpid"
@@ -84,12 +92,15 @@ for my $tls ('1.2', '1.3')
 	if ($tls eq '1.3')
 	{
 		cmp_ok($row ? $row->{rekeys_sent} : 0,
-			'>=', 10, 'TLS 1.3: the walsender rotated its key while streaming');
+			'>=', 10,
+			'TLS 1.3: the walsender rotated its key while streaming');
 	}
 	else
 	{
-		is($row && $row->{rekeys_sent}, 0, 'TLS 1.2: the walsender was not renegotiated');
-		is($row && $row->{rekeys_skipped}, 1, 'TLS 1.2: ... and counted the limit as skipped');
+		is($row && $row->{rekeys_sent},
+			0, 'TLS 1.2: the walsender was not renegotiated');
+		is($row && $row->{rekeys_skipped},
+			1, 'TLS 1.2: ... and counted the limit as skipped');
 		like(
 			slurp_file($node->logfile, $pos0),
 			qr/TLS 1\.2 walsender of pid $walpid reached ssl_renegotiate\.byte_limit and goes on under its current keys/,
@@ -98,30 +109,35 @@ for my $tls ('1.2', '1.3')
 	is($row && $row->{rekey_failures}, 0, "TLS $tls: no failed rotation");
 
 	# 2. the receiver stopped
-	my $t0  = totals_row($node);
+	my $t0 = totals_row($node);
 	my $pos = -s $node->logfile;
 	my $receiver_pid = $receiver->{KIDS}[0]{PID};
 	kill 'STOP', $receiver_pid or die "cannot stop pg_receivewal: $!";
 
 	# WAL to send: far more than the limit and than the socket buffers
 	$node->safe_psql('postgres',
-		q{INSERT INTO w SELECT i, repeat('y', 500) FROM generate_series(1, 40000) i});
+		q{INSERT INTO w SELECT i, repeat('y', 500) FROM generate_series(1, 40000) i}
+	);
 
 	my $ended = $node->poll_query_until('postgres',
 		"SELECT NOT EXISTS (SELECT 1 FROM ssl_renegotiate_activity WHERE pid = $walpid)"
 	);
 	my $log = slurp_file($node->logfile, $pos);
-	ok($ended, "TLS $tls: the walsender ended while its receiver was stopped");
+	ok($ended,
+		"TLS $tls: the walsender ended while its receiver was stopped");
 	like(
 		$log,
 		qr/terminating walsender process due to replication timeout/,
 		"TLS $tls: wal_sender_timeout ended it");
 	my $t1 = totals_row($node);
 	my $rekey_ms = $t1->{rekey_time} - $t0->{rekey_time};
-	note "TLS $tls: the walsender spent $rekey_ms ms in rotations with its receiver stopped";
+	note
+	  "TLS $tls: the walsender spent $rekey_ms ms in rotations with its receiver stopped";
 	cmp_ok($rekey_ms, '<', 1000,
 		"TLS $tls: no time spent waiting for the stopped receiver");
-	unlike($log, qr/SSL error|TLS renegotiation failed|terminated by signal/,
+	unlike(
+		$log,
+		qr/SSL error|TLS renegotiation failed|terminated by signal/,
 		"TLS $tls: no TLS error, no crash");
 
 	kill 'CONT', $receiver_pid;

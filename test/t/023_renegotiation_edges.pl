@@ -46,7 +46,7 @@ $node->start;
 $node->safe_psql('postgres',
 	'CREATE EXTENSION ssl_renegotiate; CREATE EXTENSION sslinfo');
 
-sub log_pos { return -s $node->logfile; }
+sub log_pos   { return -s $node->logfile; }
 sub log_since { return slurp_file($node->logfile, $_[0]); }
 
 # ---------------------------------------------------------------------
@@ -58,10 +58,10 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 	my $r = run_hostile_peer(
 		$peer, $node,
 		args => [
-			'--tls',         '1.2',
-			'--cipher',      'ECDHE-RSA-CHACHA20-POLY1305',
+			'--tls', '1.2',
+			'--cipher', 'ECDHE-RSA-CHACHA20-POLY1305',
 			'--next-cipher', 'ECDHE-RSA-AES128-GCM-SHA256',
-			'read-large',    300000
+			'read-large', 300000
 		],
 		holds => {
 			end => sub {
@@ -74,19 +74,23 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 	is($r->{cipher}, 'ECDHE-RSA-CHACHA20-POLY1305',
 		'cipher change: connected with ChaCha20');
 	is($r->{query_result}, 'ok', 'cipher change: the 300 kB answer arrived');
-	cmp_ok($r->{renegotiations_completed}, '>=', 1,
-		'cipher change: the client renegotiated');
+	cmp_ok($r->{renegotiations_completed},
+		'>=', 1, 'cipher change: the client renegotiated');
 	is($r->{cipher_after}, 'ECDHE-RSA-AES128-GCM-SHA256',
 		'cipher change: the client now uses AES-GCM');
-	is($row && $row->{cipher}, 'ECDHE-RSA-AES128-GCM-SHA256',
+	is($row && $row->{cipher},
+		'ECDHE-RSA-AES128-GCM-SHA256',
 		'cipher change: the activity view shows the cipher in force');
-	cmp_ok($row ? $row->{rekeys_sent} : 0, '>=', 1,
-		'cipher change: the renegotiation was counted');
+	cmp_ok($row ? $row->{rekeys_sent} : 0,
+		'>=', 1, 'cipher change: the renegotiation was counted');
 	is($ssl, 'ECDHE-RSA-CHACHA20-POLY1305',
-		'cipher change: pg_stat_ssl keeps the first cipher (PostgreSQL caches it)');
+		'cipher change: pg_stat_ssl keeps the first cipher (PostgreSQL caches it)'
+	);
 	is($row && $row->{renegotiations_deferred},
-		0, 'cipher change: no renegotiation deferred (nothing was pipelined)');
-	like(log_since($pos),
+		0,
+		'cipher change: no renegotiation deferred (nothing was pipelined)');
+	like(
+		log_since($pos),
 		qr/changed the cipher from ECDHE-RSA-CHACHA20-POLY1305 to ECDHE-RSA-AES128-GCM-SHA256\n.*DETAIL:  The new cipher's confidentiality limit applies: a new key every 16777216 records at most\./,
 		'cipher change: logged, with the GCM record limit now in force');
 }
@@ -119,9 +123,9 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 	my $r = run_hostile_peer(
 		$peer, $node,
 		args => [
-			'--tls',   '1.2',
-			'--cert',  $client->{crt},
-			'--key',   $client->{key},
+			'--tls', '1.2',
+			'--cert', $client->{crt},
+			'--key', $client->{key},
 			'--query', 'SELECT regress_leave_openssl_error()',
 			'hold-before-reading', 100000
 		],
@@ -134,16 +138,20 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 			},
 			end => sub { $row = activity_row($node, $_[0]->{pid}) }
 		});
-	ok($waiting, 'stale error: the server waited for the client\'s handshake');
+	ok($waiting,
+		'stale error: the server waited for the client\'s handshake');
 	is($r->{held_result}, 'ok', 'stale error: the query was answered');
-	is($r->{held_row}, '1', 'stale error: ... after the function caught its ERROR');
+	is($r->{held_row}, '1',
+		'stale error: ... after the function caught its ERROR');
 	is($r->{query_result}, 'ok', 'stale error: the session goes on');
-	cmp_ok($r->{renegotiations_completed}, '>=', 1,
-		'stale error: the client renegotiated');
-	cmp_ok($row ? $row->{rekeys_sent} : 0, '>=', 1,
-		'stale error: the server counted the renegotiation');
+	cmp_ok($r->{renegotiations_completed},
+		'>=', 1, 'stale error: the client renegotiated');
+	cmp_ok($row ? $row->{rekeys_sent} : 0,
+		'>=', 1, 'stale error: the server counted the renegotiation');
 	is($row && $row->{rekey_failures}, 0, 'stale error: no failure counted');
-	unlike(log_since($pos), qr/TLS renegotiation failed/,
+	unlike(
+		log_since($pos),
+		qr/TLS renegotiation failed/,
 		'stale error: not taken for a failed renegotiation');
 }
 
@@ -152,11 +160,11 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 # ---------------------------------------------------------------------
 {
 	my $ROWS = 40;
-	my $pos  = log_pos();
+	my $pos = log_pos();
 	my ($during, $waited);
 	my $r = run_hostile_peer(
 		$peer, $node,
-		args  => [ '--tls', '1.2', 'late-reader', $ROWS ],
+		args => [ '--tls', '1.2', 'late-reader', $ROWS ],
 		holds => {
 			query_sent => sub {
 				my $pid = $_[0]->{pid};
@@ -171,7 +179,8 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 				}
 				# SSLOpenServer before PostgreSQL 17, SslOpenServer since
 				$waited = $node->safe_psql('postgres',
-					"SELECT lower(wait_event) FROM pg_stat_activity WHERE pid = $pid");
+					"SELECT lower(wait_event) FROM pg_stat_activity WHERE pid = $pid"
+				);
 			},
 			end => sub {
 				$_[0]->{row} = activity_row($node, $_[0]->{pid});
@@ -183,16 +192,18 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 		'>=', 9000, 'unanswered: after one wait of about 10 s');
 	isnt($waited, 'sslopenserver',
 		'unanswered: the server no longer waits for the handshake');
-	like(log_since($pos),
+	like(
+		log_since($pos),
 		qr/client of pid \d+ did not answer the TLS renegotiation request within 10000 ms; the connection goes on under its current keys/,
 		'unanswered: logged');
 
 	is($r->{late_result}, 'ok', 'unanswered: the query completed');
-	is($r->{late_datarow_bytes}, $ROWS * 70000,
+	is( $r->{late_datarow_bytes},
+		$ROWS * 70000,
 		'unanswered: every byte of the answer arrived');
 	is($r->{query_result}, 'ok', 'unanswered: the session goes on');
-	cmp_ok($r->{renegotiations_completed}, '>=', 1,
-		'unanswered: the late answer completed the renegotiation');
+	cmp_ok($r->{renegotiations_completed},
+		'>=', 1, 'unanswered: the late answer completed the renegotiation');
 
 	my $row = activity_row($node, $r->{pid});
 	ok(!defined $row, 'unanswered: the backend exited');
@@ -221,7 +232,9 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 }
 
 my $log = slurp_file($node->logfile);
-unlike($log, qr/terminated by signal|server process .* was terminated/,
+unlike(
+	$log,
+	qr/terminated by signal|server process .* was terminated/,
 	'no backend crashed');
 
 done_testing();

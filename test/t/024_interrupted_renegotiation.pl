@@ -41,13 +41,12 @@ use Time::HiRes qw(usleep);
 use SslrTest;
 
 my $FILLER = 70;
-my $ROWS   = 200_000;    # about 22 MB: far more than the socket buffers
+my $ROWS = 200_000;    # about 22 MB: far more than the socket buffers
 
 my $peer = build_hostile_peer();
 
-my $node = new_tls_node(
-	'interrupted',
-	conf => "ssl_renegotiate.byte_limit = '64kB'\n"
+my $node = new_tls_node('interrupted',
+		conf => "ssl_renegotiate.byte_limit = '64kB'\n"
 	  . "ssl_renegotiate.tls12 = renegotiate\n"
 	  . "log_line_prefix = '%m [%p] %e '\n");
 $node->start;
@@ -98,7 +97,7 @@ sub is_row_prefix
 	my $r = run_hostile_peer(
 		$peer, $node,
 		args => [
-			'--tls',   '1.2', '--query', 'INSERT INTO committed VALUES (1)',
+			'--tls', '1.2', '--query', 'INSERT INTO committed VALUES (1)',
 			'hold-before-reading', 70000
 		],
 		holds => {
@@ -109,14 +108,17 @@ sub is_row_prefix
 				$cancelled = $node->safe_psql('postgres',
 					"SELECT pg_cancel_backend($pid)");
 				$idle_after = $node->poll_query_until('postgres',
-					"SELECT state = 'idle' FROM pg_stat_activity WHERE pid = $pid");
+					"SELECT state = 'idle' FROM pg_stat_activity WHERE pid = $pid"
+				);
 			}
 		});
 	is($cancelled, 't', 'INSERT: cancel sent');
 	ok($idle_after, 'INSERT: the backend went idle');
-	is($r->{held_result}, 'ok', 'INSERT: the client got the INSERT\'s success');
+	is($r->{held_result}, 'ok',
+		'INSERT: the client got the INSERT\'s success');
 	unlike($r->{_out}, qr/server_error=/, 'INSERT: and no error');
-	is($r->{query_result} // $r->{result}, 'ok', 'INSERT: the session goes on');
+	is($r->{query_result} // $r->{result},
+		'ok', 'INSERT: the session goes on');
 	cmp_ok($r->{renegotiations_completed} // 0,
 		'>=', 1, 'INSERT: the renegotiation completed');
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM committed'),
@@ -129,10 +131,17 @@ sub is_row_prefix
 my ($in, $out, $err) = ('', '', '');
 my $psql = IPC::Run::start(
 	[
-		'psql', '-XAtq', '-v', 'ON_ERROR_STOP=0', '-v', 'VERBOSITY=verbose',
-		'-d',   tls_connstr($node, tls => '1.2')
+		'psql', '-XAtq',
+		'-v', 'ON_ERROR_STOP=0',
+		'-v', 'VERBOSITY=verbose',
+		'-d', tls_connstr($node, tls => '1.2')
 	],
-	'<', \$in, '>', \$out, '2>', \$err,
+	'<',
+	\$in,
+	'>',
+	\$out,
+	'2>',
+	\$err,
 	IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
 
 # Send psql some commands; with $marker, pump until it printed it.
@@ -158,9 +167,13 @@ sub interrupted_copy
 	my ($name, $interrupt, $prelude) = @_;
 	$out = '';
 	$err = '';
-	psql_send(($prelude // '') . "\\copy (" . gen_select($ROWS) . ") to stdout\n"
+	psql_send(($prelude // '')
+		. "\\copy ("
+		  . gen_select($ROWS)
+		  . ") to stdout\n"
 		  . "\\echo done\n");
-	ok(wait_in_renegotiation($pid), "$name: the backend waits for the client");
+	ok(wait_in_renegotiation($pid),
+		"$name: the backend waits for the client");
 	$interrupt->();
 	$psql->pump until $out =~ /^done$/m;
 	(my $copied = $out) =~ s/^done\n\z//m;
@@ -173,17 +186,22 @@ sub session_still_good
 	my ($name) = @_;
 	my $file = PostgreSQL::Test::Utils::tempdir . '/after.txt';
 	$out = '';
-	psql_send("\\copy (" . gen_select(20_000) . ") to '$file'\n"
-		  . "SELECT pg_backend_pid();\n\\echo done\n", 'done');
+	psql_send(
+		"\\copy ("
+		  . gen_select(20_000)
+		  . ") to '$file'\n"
+		  . "SELECT pg_backend_pid();\n\\echo done\n",
+		'done');
 	like($out, qr/^$pid$/m, "$name: the same backend serves the session");
-	is(file_md5($file), series_copy_md5($node, 20_000, $FILLER),
+	is( file_md5($file),
+		series_copy_md5($node, 20_000, $FILLER),
 		"$name: a following COPY TO arrives whole");
 	ok(wait_idle($node, $pid), "$name: session idle");
 	my ($krcv, $ksent) = kernel_tls_counts($node, $pid);
 	my $row = activity_row($node, $pid);
 	is($row->{bytes_sent}, $ksent, "$name: bytes_sent equals the kernel's");
-	is($row->{bytes_received}, $krcv,
-		"$name: bytes_received equals the kernel's");
+	is($row->{bytes_received},
+		$krcv, "$name: bytes_received equals the kernel's");
 	return $row;
 }
 
@@ -192,15 +210,21 @@ sub session_still_good
 	my $copied = interrupted_copy(
 		'cancel',
 		sub {
-			is($node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)"),
-				't', 'cancel: sent');
+			is( $node->safe_psql(
+					'postgres', "SELECT pg_cancel_backend($pid)"),
+				't',
+				'cancel: sent');
 		});
-	like($err, qr/ERROR:  57014: canceling statement due to user request/,
+	like(
+		$err,
+		qr/ERROR:  57014: canceling statement due to user request/,
 		'cancel: the COPY ended with 57014');
 	my $n = is_row_prefix($copied);
 	ok($n > 0 && $n < $ROWS,
 		"cancel: what arrived is rows 1..$n, exactly, then the error");
-	like(log_since($pos), qr/57014 ERROR:  canceling statement due to user request/,
+	like(
+		log_since($pos),
+		qr/57014 ERROR:  canceling statement due to user request/,
 		'cancel: logged as a plain cancel');
 	my $row = session_still_good('cancel');
 	cmp_ok($row->{rekeys_sent}, '>=', 2, 'cancel: renegotiations went on');
@@ -214,10 +238,13 @@ sub session_still_good
 			# it fires after 5 s, while the server still waits (10 s)
 			my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
 			usleep(100_000)
-			  until log_since($pos) =~ /statement timeout/ || time() > $deadline;
+			  until log_since($pos) =~ /statement timeout/
+			  || time() > $deadline;
 		},
 		"SET statement_timeout = '5s';\n");
-	like($err, qr/ERROR:  57014: canceling statement due to statement timeout/,
+	like(
+		$err,
+		qr/ERROR:  57014: canceling statement due to statement timeout/,
 		'statement_timeout: the COPY ended with 57014');
 	my $n = is_row_prefix($copied);
 	ok($n > 0 && $n < $ROWS,
@@ -230,18 +257,22 @@ sub session_still_good
 	my $pos = log_pos();
 	$out = '';
 	psql_send("\\copy (" . gen_select($ROWS) . ") to stdout\n");
-	ok(wait_in_renegotiation($pid), 'terminate: the backend waits for the client');
+	ok(wait_in_renegotiation($pid),
+		'terminate: the backend waits for the client');
 	is($node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)"),
 		't', 'terminate: sent');
 	# nothing read from psql meanwhile
 	ok( $node->poll_query_until(
-			'postgres', "SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid"),
+			'postgres',
+			"SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid"),
 		'terminate: the backend ended while the client read nothing');
-	like(log_since($pos),
+	like(
+		log_since($pos),
 		qr/57P01 FATAL:  terminating connection due to administrator command/,
 		'terminate: ended as PostgreSQL ends a backend (57P01)');
 	$psql->finish;
-	ok(is_row_prefix($out), 'terminate: what arrived is an exact prefix of the rows');
+	ok(is_row_prefix($out),
+		'terminate: what arrived is an exact prefix of the rows');
 }
 
 my $log = slurp_file($node->logfile);

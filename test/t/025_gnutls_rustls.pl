@@ -55,13 +55,13 @@ use Time::HiRes ();
 use SslrTest;
 
 my $BUILD = File::Spec->rel2abs(dirname(__FILE__) . '/clients/build.sh');
-my $bin   = PostgreSQL::Test::Utils::tempdir('clients');
+my $bin = PostgreSQL::Test::Utils::tempdir('clients');
 
 # Build both clients (test/t/021 compiles its Java client the same way).
 {
 	my ($out, $err) = ('', '');
-	IPC::Run::run([ $BUILD, $bin ], '<', \undef, '>', \$out, '2>', \$err,
-		IPC::Run::timeout(1200));
+	IPC::Run::run([ $BUILD, $bin ],
+		'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(1200));
 	my $rc = $? >> 8;
 	plan skip_all => "the clients' Debian packages are missing: $err"
 	  if $rc == 77;
@@ -70,25 +70,27 @@ my $bin   = PostgreSQL::Test::Utils::tempdir('clients');
 	note $_ for grep { /^build\.sh:/ } split /\n/, $err;
 }
 
-my $ROWS   = 600_000;    # about 66 MB each way
+my $ROWS = 600_000;       # about 66 MB each way
 my $FILLER = 70;
 my @LIMITS = ('16kB', '64kB', '1MB', 'default');
-my $DEFAULT_GAP = 1.0;   # ssl_renegotiate.min_rekey_gap's default, seconds
+my $DEFAULT_GAP = 1.0;    # ssl_renegotiate.min_rekey_gap's default, seconds
 
 # The real pace: the tests' nodes otherwise rotate at the old one
 # (ssl_renegotiate.debug_min_rekey_gap = 0, SslrTest).
-my $node = new_tls_node('gnutls_rustls',
+my $node = new_tls_node(
+	'gnutls_rustls',
 	real_pace => 1,
-	conf      => "ssl_renegotiate.tls12 = renegotiate\n");
+	conf => "ssl_renegotiate.tls12 = renegotiate\n");
 $node->start;
 $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION ssl_renegotiate;
 CREATE TABLE copy_in (i int, s text);
 });
-my $certs   = $node->{_sslr_certs};
+my $certs = $node->{_sslr_certs};
 my $has_gap = $node->safe_psql('postgres',
-	"SELECT count(*) FROM pg_settings WHERE name = 'ssl_renegotiate.min_rekey_gap'");
+	"SELECT count(*) FROM pg_settings WHERE name = 'ssl_renegotiate.min_rekey_gap'"
+);
 note $has_gap
   ? 'the server has ssl_renegotiate.min_rekey_gap'
   : 'the server has no ssl_renegotiate.min_rekey_gap: the gap bound is '
@@ -140,9 +142,14 @@ sub run_client
 {
 	my ($which, $tls, @args) = @_;
 	my @cmd = (
-		"$bin/${which}_copy", '--host', '127.0.0.1', '--port', $node->port,
-		'--cafile', $certs->{ca_crt}, '--tls', $tls, '--filler', $FILLER,
-		'--appname', "${which}_tls$tls", '--hold', @args);
+		"$bin/${which}_copy", '--host',
+		'127.0.0.1', '--port',
+		$node->port, '--cafile',
+		$certs->{ca_crt}, '--tls',
+		$tls, '--filler',
+		$FILLER, '--appname',
+		"${which}_tls$tls", '--hold',
+		@args);
 	my ($in, $out, $err) = ('', '', '');
 	my %r = (hold => {}, final => {}, row => {});
 	my $totals0 = totals_row($node);
@@ -150,7 +157,8 @@ sub run_client
 	my $h = IPC::Run::start(\@cmd, '<', \$in, '>', \$out, '2>', \$err,
 		IPC::Run::timeout(150));
 	eval {
-		$h->pump while $h->pumpable && $out !~ /^\{.*"phase":"(?:hold|final)"/m;
+		$h->pump
+		  while $h->pumpable && $out !~ /^\{.*"phase":"(?:hold|final)"/m;
 		$r{seconds} = Time::HiRes::time() - $t0;
 		if ($out =~ /^(\{.*"phase":"hold".*\})$/m)
 		{
@@ -164,13 +172,15 @@ sub run_client
 		}
 		$h->finish;
 		1;
-	} or do {
+	} or do
+	{
 		$r{harness_error} = "$@";
 		$h->kill_kill;
 	};
 	$r{exit} = $h->result(0);
 	$r{stderr} = $err;
-	$r{final} = JSON::PP::decode_json($1) if $out =~ /^(\{.*"phase":"final".*\})$/m;
+	$r{final} = JSON::PP::decode_json($1)
+	  if $out =~ /^(\{.*"phase":"final".*\})$/m;
 	# what the work did: the hold line, or the final one if it never held
 	$r{work} = %{ $r{hold} } ? $r{hold} : $r{final};
 	# the server's counts for the whole session, its row folded into the
@@ -182,18 +192,19 @@ sub run_client
 		$r{delta} = { map { $_ => $totals1->{$_} - $totals0->{$_} }
 			  qw(rekeys_sent rekeys_received rekey_failures) };
 	}
-	$r{delta} //= {};
+	$r{delta}   //= {};
 	$r{seconds} //= Time::HiRes::time() - $t0;
 	note "$which TLS $tls @args: " . ($out =~ s/\n+$//r);
 	note "  stderr: $err" if $err ne '';
 	note "  harness: $r{harness_error}" if $r{harness_error};
-	note '  server row while held: '
-	  . join(', ',
+	note '  server row while held: ' . join(
+		', ',
 		map { "$_=" . ($r{row}{$_} // 'NULL') }
 		  qw(version rekeys_sent rekeys_received rekey_failures rekeys_skipped
 		  max_sent_per_key max_received_per_key rekey_pending));
 	note '  the session in the totals: '
-	  . join(', ', map { "$_=" . ($r{delta}{$_} // '?') } sort keys %{ $r{delta} });
+	  . join(', ',
+		map { "$_=" . ($r{delta}{$_} // '?') } sort keys %{ $r{delta} });
 	return \%r;
 }
 
@@ -240,18 +251,24 @@ sub cell_line
 	my ($sent, $recv) =
 	  %{ $r->{row} }
 	  ? ($r->{row}{rekeys_sent}, $r->{row}{rekeys_received})
-	  : ($r->{delta}{rekeys_sent} // '?', $r->{delta}{rekeys_received} // '?');
+	  : ($r->{delta}{rekeys_sent} // '?',
+		$r->{delta}{rekeys_received} // '?');
 	my $client =
 	  $which eq 'gnutls'
-	  ? sprintf(' (GnuTLS: %d KeyUpdates received, %d sent, %d renegotiations)',
-		$w->{key_updates_received} // 0, $w->{key_updates_sent} // 0,
-		$w->{renegotiations} // 0)
+	  ? sprintf(
+		' (GnuTLS: %d KeyUpdates received, %d sent, %d renegotiations)',
+		$w->{key_updates_received} // 0,
+		$w->{key_updates_sent}     // 0,
+		$w->{renegotiations}       // 0)
 	  : '';
 	my $outcome =
-	  $f->{ok}
-	  ? 'ok'
-	  : 'FAILED in ' . ($f->{stage} // '?') . ': ' . ($f->{error} // 'no JSON line')
-	  . (($f->{server_error} // '') ne '' ? " [server: $f->{server_error}]" : '');
+	  $f->{ok} ? 'ok'
+	  : 'FAILED in '
+	  . ($f->{stage} // '?') . ': '
+	  . ($f->{error} // 'no JSON line')
+	  . (
+		($f->{server_error} // '') ne '' ? " [server: $f->{server_error}]"
+		: '');
 	return sprintf('%s | %s | %s | %.1f s | %s%s',
 		$label, $sent, $recv, $r->{seconds}, $outcome, $client);
 }
@@ -261,33 +278,38 @@ sub cell_line
 sub check_tls13
 {
 	my ($which, $label, $r, $what, $rotate_out, $rotate_in, $gap) = @_;
-	my $f   = $r->{final};
+	my $f = $r->{final};
 	my $row = $r->{row};
 
 	ok($f->{ok} && $r->{exit} == 0, "$label: client finished without error")
-	  or diag("$label: " . ($f->{stage} // '?') . ': ' . ($f->{error} // 'no JSON line')
-		  . ' ' . ($f->{error_text} // '') . ' ' . ($f->{server_error} // ''));
-	is($r->{work}{tls_version} // '',
+	  or diag("$label: "
+		  . ($f->{stage}        // '?') . ': '
+		  . ($f->{error}        // 'no JSON line') . ' '
+		  . ($f->{error_text}   // '') . ' '
+		  . ($f->{server_error} // ''));
+	is( $r->{work}{tls_version} // '',
 		$which eq 'gnutls' ? 'TLS1.3' : 'TLSv1_3',
 		"$label: the session is TLS 1.3");
 	if ($what eq 'out')
 	{
-		is($r->{work}{out_md5} // 'none', $out_md5, "$label: COPY TO data intact (md5)");
+		is($r->{work}{out_md5} // 'none',
+			$out_md5, "$label: COPY TO data intact (md5)");
 	}
 	elsif ($what eq 'in')
 	{
-		is(table_copy_md5($node, 'copy_in'),
+		is( table_copy_md5($node, 'copy_in'),
 			"$ROWS " . ($r->{work}{in_md5} // 'none'),
 			"$label: COPY FROM data intact (rows and md5)");
 	}
 	else
 	{
-		is($r->{work}{queries} // 0, $r->{queries}, "$label: every query answered");
+		is($r->{work}{queries} // 0,
+			$r->{queries}, "$label: every query answered");
 	}
 	ok($f->{alive}, "$label: the session answers after the work");
 
 	# the row while held; for a session that died, its totals
-	my $sent = $row->{rekeys_sent}     // $r->{delta}{rekeys_sent}     // 0;
+	my $sent = $row->{rekeys_sent} // $r->{delta}{rekeys_sent} // 0;
 	my $recv = $row->{rekeys_received} // $r->{delta}{rekeys_received} // 0;
 	my $bound = int($r->{seconds} / $gap) + 2;
 	if ($rotate_out)
@@ -296,7 +318,8 @@ sub check_tls13
 	}
 	else
 	{
-		is($sent, 0, "$label: no rotation of the server's key below the limit");
+		is($sent, 0,
+			"$label: no rotation of the server's key below the limit");
 	}
 	if ($rotate_in)
 	{
@@ -304,18 +327,27 @@ sub check_tls13
 	}
 	else
 	{
-		is($recv, 0, "$label: no rotation of the client's key below the limit");
+		is($recv, 0,
+			"$label: no rotation of the client's key below the limit");
 	}
-	cmp_ok($sent, '<=', $bound,
-		sprintf('%s: server KeyUpdates <= %.1f s / %s s + 2', $label, $r->{seconds}, $gap));
-	cmp_ok($recv, '<=', $bound,
-		sprintf('%s: client rotations <= %.1f s / %s s + 2', $label, $r->{seconds}, $gap));
+	cmp_ok(
+		$sent, '<=', $bound,
+		sprintf(
+			'%s: server KeyUpdates <= %.1f s / %s s + 2',
+			$label, $r->{seconds}, $gap));
+	cmp_ok(
+		$recv, '<=', $bound,
+		sprintf(
+			'%s: client rotations <= %.1f s / %s s + 2',
+			$label, $r->{seconds}, $gap));
 	is($row->{rekey_failures} // 'no row', 0, "$label: no rekey failure");
 	if ($which eq 'gnutls')
 	{
-		is($r->{work}{key_updates_received} // 'none', $sent,
+		is($r->{work}{key_updates_received} // 'none',
+			$sent,
 			"$label: GnuTLS received as many KeyUpdates as the server sent");
-		is($r->{work}{key_updates_sent} // 'none', $recv,
+		is($r->{work}{key_updates_sent} // 'none',
+			$recv,
 			"$label: GnuTLS sent as many KeyUpdates as the server received");
 	}
 	push @table, cell_line($which, $label, $r);
@@ -334,14 +366,14 @@ for my $which ('gnutls', 'rustls')
 		my $rotates = $limit ne 'default';
 
 		my $r = run_client($which, '1.3', '--copy-out', $ROWS);
-		check_tls13($which, "$which TLS 1.3 COPY TO at $limit", $r, 'out',
-			$rotates, 0, $gap);
+		check_tls13($which, "$which TLS 1.3 COPY TO at $limit",
+			$r, 'out', $rotates, 0, $gap);
 
 		$node->safe_psql('postgres', 'TRUNCATE copy_in');
 		$r = run_client($which, '1.3', '--copy-in', $ROWS);
 		# a COPY FROM's requests rotate the server's key as well
-		check_tls13($which, "$which TLS 1.3 COPY FROM at $limit", $r, 'in',
-			$rotates, $rotates, $gap);
+		check_tls13($which, "$which TLS 1.3 COPY FROM at $limit",
+			$r, 'in', $rotates, $rotates, $gap);
 	}
 
 	# The long session: 300 queries, each 20 kB each way, 10 ms apart.
@@ -349,21 +381,21 @@ for my $which ('gnutls', 'rustls')
 	my $r = run_client($which, '1.3', '--long', 300, '--payload', 20000,
 		'--pause-ms', 10);
 	$r->{queries} = 300;
-	check_tls13($which, "$which TLS 1.3 long session at 16kB", $r, 'long',
-		1, 1, gap_seconds());
+	check_tls13($which, "$which TLS 1.3 long session at 16kB",
+		$r, 'long', 1, 1, gap_seconds());
 
 	# At the floor of min_rekey_gap: 4 rotations a second at most, still
 	# fewer than GnuTLS's 8 per 1000 ms.
 	set_gap('250ms');
 	my $gap = $has_gap ? gap_seconds() : 0.25;
 	$r = run_client($which, '1.3', '--copy-out', $ROWS);
-	check_tls13($which, "$which TLS 1.3 COPY TO at 16kB, gap 250ms", $r, 'out',
-		1, 0, $gap);
+	check_tls13($which, "$which TLS 1.3 COPY TO at 16kB, gap 250ms",
+		$r, 'out', 1, 0, $gap);
 	$r = run_client($which, '1.3', '--long', 300, '--payload', 20000,
 		'--pause-ms', 10);
 	$r->{queries} = 300;
-	check_tls13($which, "$which TLS 1.3 long session at 16kB, gap 250ms", $r,
-		'long', 1, 1, $gap);
+	check_tls13($which, "$which TLS 1.3 long session at 16kB, gap 250ms",
+		$r, 'long', 1, 1, $gap);
 	set_gap(undef);
 }
 
@@ -375,31 +407,41 @@ set_limit('64kB');
 	my $label = 'gnutls TLS 1.2 renegotiate at 64kB';
 	$node->safe_psql('postgres', 'TRUNCATE copy_in');
 	my $rows = $ROWS / 2;
-	my $r    = run_client('gnutls', '1.2', '--copy-out', $rows, '--copy-in', $rows);
-	my $f    = $r->{final};
-	my $row  = $r->{row};
+	my $r =
+	  run_client('gnutls', '1.2', '--copy-out', $rows, '--copy-in', $rows);
+	my $f = $r->{final};
+	my $row = $r->{row};
 	ok($f->{ok} && $r->{exit} == 0, "$label: client finished without error")
-	  or diag("$label: " . ($f->{stage} // '?') . ': ' . ($f->{error} // 'no JSON line')
-		  . ' ' . ($f->{error_text} // '') . ' ' . ($f->{server_error} // ''));
-	is($r->{work}{tls_version} // '', 'TLS1.2', "$label: the session is TLS 1.2");
-	is($r->{work}{out_md5} // 'none', series_copy_md5($node, $rows, $FILLER),
+	  or diag("$label: "
+		  . ($f->{stage}        // '?') . ': '
+		  . ($f->{error}        // 'no JSON line') . ' '
+		  . ($f->{error_text}   // '') . ' '
+		  . ($f->{server_error} // ''));
+	is($r->{work}{tls_version} // '',
+		'TLS1.2', "$label: the session is TLS 1.2");
+	is( $r->{work}{out_md5} // 'none',
+		series_copy_md5($node, $rows, $FILLER),
 		"$label: COPY TO data intact (md5)");
-	is(table_copy_md5($node, 'copy_in'), "$rows " . ($r->{work}{in_md5} // 'none'),
+	is( table_copy_md5($node, 'copy_in'),
+		"$rows " . ($r->{work}{in_md5} // 'none'),
 		"$label: COPY FROM data intact (rows and md5)");
 	ok($f->{alive}, "$label: the session answers after the work");
-	cmp_ok($r->{work}{renegotiations} // 0, '>', 0, "$label: GnuTLS renegotiated");
-	is($r->{work}{renegotiations} // 'none', $row->{rekeys_sent} // 'no row',
+	cmp_ok($r->{work}{renegotiations} // 0,
+		'>', 0, "$label: GnuTLS renegotiated");
+	is( $r->{work}{renegotiations} // 'none',
+		$row->{rekeys_sent} // 'no row',
 		"$label: GnuTLS's renegotiations equal the server's rekeys_sent");
-	is($row->{rekeys_received} // 'none', $row->{rekeys_sent} // 'no row',
+	is( $row->{rekeys_received} // 'none',
+		$row->{rekeys_sent}     // 'no row',
 		"$label: each renegotiation counted in both directions");
 	is($row->{rekey_failures} // 'no row', 0, "$label: no rekey failure");
 	push @table, cell_line('gnutls', $label, $r);
 }
 {
 	my $label = 'rustls TLS 1.2 renegotiate at 64kB';
-	my $log   = -s $node->logfile;
-	my $r     = run_client('rustls', '1.2', '--copy-out', $ROWS);
-	my $f     = $r->{final};
+	my $log = -s $node->logfile;
+	my $r = run_client('rustls', '1.2', '--copy-out', $ROWS);
+	my $f = $r->{final};
 	my $server_log = slurp_file($node->logfile, $log);
 
 	# rustls 0.20 answers a HelloRequest with a no_renegotiation warning
@@ -409,24 +451,36 @@ set_limit('64kB');
 	# the key of the first handshake.  Its OpenSSL then sends a fatal
 	# handshake_failure alert, which is what the client sees (not the
 	# FATAL's ErrorResponse), and the session ends.
-	is($r->{work}{tls_version} // '', 'TLSv1_2', "$label: the session is TLS 1.2");
-	ok(!$f->{ok}, "$label: the session does not survive the refused renegotiation");
-	like($f->{stage} // '', qr/^(?:copy_out|alive)$/,
+	is($r->{work}{tls_version} // '',
+		'TLSv1_2', "$label: the session is TLS 1.2");
+	ok(!$f->{ok},
+		"$label: the session does not survive the refused renegotiation");
+	like($f->{stage} // '',
+		qr/^(?:copy_out|alive)$/,
 		"$label: it ends during the COPY TO or at the next query");
-	like($f->{error_text} // '', qr/received fatal alert: HandshakeFailure/,
+	like(
+		$f->{error_text} // '',
+		qr/received fatal alert: HandshakeFailure/,
 		"$label: rustls reports the server's fatal handshake_failure alert");
 	if (($f->{stage} // '') eq 'alive')
 	{
-		is($r->{work}{out_md5} // 'none', $out_md5,
+		is($r->{work}{out_md5} // 'none',
+			$out_md5,
 			"$label: the COPY TO arrived whole before the end (md5)");
 	}
-	like($server_log,
+	like(
+		$server_log,
 		qr/FATAL:  client refused TLS renegotiation\n.*DETAIL:  .*no_renegotiation alert.*\n.*HINT:  This client cannot renegotiate\. Exempt its role with ALTER ROLE postgres SET ssl_renegotiate\.tls12 = 'warn', or have it use TLS 1\.3\./,
-		"$label: the server logs FATAL \"client refused TLS renegotiation\" with its hint");
-	is($r->{delta}{rekey_failures} // 'none', 1, "$label: rekey_failures + 1");
+		"$label: the server logs FATAL \"client refused TLS renegotiation\" with its hint"
+	);
+	is($r->{delta}{rekey_failures} // 'none', 1,
+		"$label: rekey_failures + 1");
 	is($r->{delta}{rekeys_sent} // 'none', 0, "$label: no rotation counted");
-	note "$label: the client saw: " . ($f->{stage} // '?') . ': ' . ($f->{error} // '?')
-	  . ' / ' . ($f->{server_error} // '') . ' / ' . ($f->{error_text} // '');
+	note "$label: the client saw: "
+	  . ($f->{stage}        // '?') . ': '
+	  . ($f->{error}        // '?') . ' / '
+	  . ($f->{server_error} // '') . ' / '
+	  . ($f->{error_text}   // '');
 	push @table, cell_line('rustls', $label, $r);
 }
 

@@ -127,7 +127,7 @@ sub wait_gone
 	);
 }
 
-sub log_pos { return -s $node->logfile; }
+sub log_pos   { return -s $node->logfile; }
 sub log_since { return slurp_file($node->logfile, $_[0]); }
 
 sub server_ok
@@ -151,9 +151,9 @@ sub delta
 # ---------------------------------------------------------------------
 for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 {
-	my $t0  = totals_row($node);
+	my $t0 = totals_row($node);
 	my $pos = log_pos();
-	my $r   = run_peer(args => [ $flood, 1000 ]);
+	my $r = run_peer(args => [ $flood, 1000 ]);
 	my $pid = $r->{pid};
 
 	like($pid, qr/^\d+$/, "$flood 1000: connected (pid)");
@@ -171,8 +171,8 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 		"$flood 1000: server log says why (33 at once > 32)");
 
 	my $t1 = totals_row($node);
-	is(delta($t0, $t1, 'terminations'), 1,
-		"$flood 1000: totals.terminations grew by 1");
+	is(delta($t0, $t1, 'terminations'),
+		1, "$flood 1000: totals.terminations grew by 1");
 	cmp_ok(delta($t0, $t1, 'rekeys_received'),
 		'>=', 33, "$flood 1000: the flood was counted (rekeys_received)");
 	cmp_ok(delta($t0, $t1, 'rekeys_received'),
@@ -210,10 +210,10 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	# while the peer queues its KeyUpdates
 	my $locker = $node->background_psql('postgres');
 	$locker->query_safe('SELECT pg_advisory_lock(4242)');
-	my $t0  = totals_row($node);
+	my $t0 = totals_row($node);
 	my $pos = log_pos();
-	my $r   = run_peer(
-		args  => [ 'keyupdate-backlog', 20000 ],
+	my $r = run_peer(
+		args => [ 'keyupdate-backlog', 20000 ],
 		holds => {
 			flooded =>
 			  sub { $locker->query_safe('SELECT pg_advisory_unlock(4242)') }
@@ -221,15 +221,18 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	$locker->quit;
 	my $queued = $r->{key_updates_queued} // 0;
 	cmp_ok($queued, '>', 1000,
-		'backlog: more than 1000 KeyUpdates in a row queued before the server read');
+		'backlog: more than 1000 KeyUpdates in a row queued before the server read'
+	);
 	isnt($r->{query_result}, 'ok', 'backlog: the connection was ended');
 	ok(wait_gone($r->{pid}), 'backlog: backend exited');
-	like(log_since($pos),
+	like(
+		log_since($pos),
 		qr/terminated connection of pid $r->{pid}: the client sent 33 key updates unasked/,
 		'backlog: ended for max_peer_key_updates');
 	my $t1 = totals_row($node);
 	my $processed = delta($t0, $t1, 'rekeys_received');
-	note "backlog: $queued KeyUpdates queued, the server processed $processed";
+	note
+	  "backlog: $queued KeyUpdates queued, the server processed $processed";
 	cmp_ok($processed, '<=', 2 * 32,
 		'backlog: the server stops processing the run at the bound (at most 2 x 32 of the queued KeyUpdates processed)'
 	);
@@ -243,17 +246,17 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	my $t0 = totals_row($node);
 	my $row;
 	my $r = run_peer(
-		args  => [ 'keyupdate-flood', 20 ],
+		args => [ 'keyupdate-flood', 20 ],
 		holds => { end => sub { $row = activity_row($node, $_[0]->{pid}) } });
-	is($r->{key_updates_sent}, 20,   '20 in a row: all sent');
-	is($r->{query_result},     'ok', '20 in a row: the query is answered');
-	is($r->{query_row},        '1',  '20 in a row: ... with 1');
-	is($r->{result},           'ok', '20 in a row: session ended normally');
+	is($r->{key_updates_sent}, 20, '20 in a row: all sent');
+	is($r->{query_result}, 'ok', '20 in a row: the query is answered');
+	is($r->{query_row}, '1', '20 in a row: ... with 1');
+	is($r->{result}, 'ok', '20 in a row: session ended normally');
 	ok($row, '20 in a row: activity row of the held session');
-	is($row && $row->{rekeys_received}, 20,
-		'20 in a row: activity row rekeys_received = 20');
-	is($row && $row->{rekeys_sent}, 0,
-		'20 in a row: the server did not rotate its own key');
+	is($row && $row->{rekeys_received},
+		20, '20 in a row: activity row rekeys_received = 20');
+	is($row && $row->{rekeys_sent},
+		0, '20 in a row: the server did not rotate its own key');
 	ok(wait_gone($r->{pid}), '20 in a row: backend exited');
 	is(delta($t0, totals_row($node), 'terminations'),
 		0, '20 in a row: no termination');
@@ -264,36 +267,39 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 # ---------------------------------------------------------------------
 {
 	# a KeyUpdate before each byte of a query: never two in a row
-	my $t0  = totals_row($node);
+	my $t0 = totals_row($node);
 	my $pos = log_pos();
-	my $r   = run_peer(args => [ 'keyupdate-interleaved', 5000 ]);
+	my $r = run_peer(args => [ 'keyupdate-interleaved', 5000 ]);
 	isnt($r->{query_result}, 'ok',
 		'interleaved 5000: the query is not answered');
 	like($r->{result}, qr/^(closed|tls_error)$/,
 		'interleaved 5000: the client sees its connection closed');
 	ok(wait_gone($r->{pid}), 'interleaved 5000: backend exited');
-	like(log_since($pos),
+	like(
+		log_since($pos),
 		qr/terminated connection of pid $r->{pid}: the client sent \d+ key updates unasked, faster than ssl_renegotiate\.max_peer_key_updates \(32\) allows/,
 		'interleaved 5000: server log says why');
 	my $t1 = totals_row($node);
-	is(delta($t0, $t1, 'terminations'), 1,
-		'interleaved 5000: totals.terminations grew by 1');
+	is(delta($t0, $t1, 'terminations'),
+		1, 'interleaved 5000: totals.terminations grew by 1');
 	my $processed = delta($t0, $t1, 'rekeys_received');
-	note "interleaved: the client sent $r->{key_updates_sent} KeyUpdates, the server processed $processed";
+	note
+	  "interleaved: the client sent $r->{key_updates_sent} KeyUpdates, the server processed $processed";
 	cmp_ok($processed, '>', 32,
 		'interleaved 5000: the burst of 32 was allowed');
 	cmp_ok($processed, '<=', 40,
-		'interleaved 5000: ended at the budget (1-byte records earn almost nothing)');
+		'interleaved 5000: ended at the budget (1-byte records earn almost nothing)'
+	);
 }
 {
 	my $t0 = totals_row($node);
 	my $row;
 	my $r = run_peer(
-		args  => [ 'keyupdate-spaced', 30 ],
+		args => [ 'keyupdate-spaced', 30 ],
 		holds => { end => sub { $row = activity_row($node, $_[0]->{pid}) } });
-	is($r->{key_updates_sent}, 30,   'spaced 30: all KeyUpdates sent');
-	is($r->{queries_answered}, 30,   'spaced 30: every query answered');
-	is($r->{result},           'ok', 'spaced 30: not ended');
+	is($r->{key_updates_sent}, 30, 'spaced 30: all KeyUpdates sent');
+	is($r->{queries_answered}, 30, 'spaced 30: every query answered');
+	is($r->{result}, 'ok', 'spaced 30: not ended');
 	is($row && $row->{rekeys_received},
 		30, 'spaced 30: activity row rekeys_received = 30');
 	ok(wait_gone($r->{pid}), 'spaced 30: backend exited');
@@ -306,15 +312,14 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	my $t0 = totals_row($node);
 	my $row;
 	my $r = run_peer(
-		args => [
-			'--table', 'hp_every', '--every-kb', 64, 'copy-keyupdates', 20
-		],
+		args =>
+		  [ '--table', 'hp_every', '--every-kb', 64, 'copy-keyupdates', 20 ],
 		holds => { end => sub { $row = activity_row($node, $_[0]->{pid}) } });
 	is($r->{copy_tag}, 'COPY 2560', 'every 64 kB: the 20 MB COPY completes');
 	is($r->{result}, 'ok', 'every 64 kB: not ended');
-	cmp_ok($r->{key_updates_sent}, '>=', 300,
-		'every 64 kB: the client rotated more than 300 times');
-	is($row && $row->{rekeys_received},
+	cmp_ok($r->{key_updates_sent},
+		'>=', 300, 'every 64 kB: the client rotated more than 300 times');
+	is( $row && $row->{rekeys_received},
 		$r->{key_updates_sent},
 		'every 64 kB: the server counted each of its rotations');
 	ok(wait_gone($r->{pid}), 'every 64 kB: backend exited');
@@ -333,11 +338,11 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	my $t0 = totals_row($node);
 	my $row;
 	my $r = run_peer(
-		args  => [ 'keyupdate-flood', 1000 ],
+		args => [ 'keyupdate-flood', 1000 ],
 		holds => { end => sub { $row = activity_row($node, $_[0]->{pid}) } });
 	is($r->{key_updates_sent}, 1000, 'bound off: 1000 in a row sent');
 	is($r->{query_result}, 'ok', 'bound off: the query is answered');
-	is($r->{result},       'ok', 'bound off: not ended');
+	is($r->{result}, 'ok', 'bound off: not ended');
 	is($row && $row->{rekeys_received},
 		1000, 'bound off: activity row rekeys_received = 1000');
 	ok(wait_gone($r->{pid}), 'bound off: backend exited');
@@ -347,20 +352,20 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	# the same flood before authentication: counted like any other
 	undef $row;
 	$r = run_peer(
-		args  => [ '--preauth-key-updates', 1000, 'keyupdate-flood', 0 ],
+		args => [ '--preauth-key-updates', 1000, 'keyupdate-flood', 0 ],
 		holds => { end => sub { $row = activity_row($node, $_[0]->{pid}) } });
 	is($r->{result}, 'ok', 'bound off, pre-auth flood: not ended');
 	cmp_ok($row ? $row->{records_received} : 0,
 		'>', 1000, 'bound off, pre-auth flood: its records were counted');
-	is($row && $row->{rekeys_received},
+	is( $row && $row->{rekeys_received},
 		1000,
 		'bound off, pre-auth flood: activity row rekeys_received = 1000 (rotations before authentication count too)'
 	);
 	note 'bound off, pre-auth flood: activity row '
 	  . join(' ',
 		map { "$_=" . ($row->{$_} // 'NULL') }
-		  qw(records_received rekeys_received records_received_since_rekey received_since_rekey))
-	  if $row;
+		  qw(records_received rekeys_received records_received_since_rekey received_since_rekey)
+	  ) if $row;
 	ok(wait_gone($r->{pid}), 'bound off, pre-auth flood: backend exited');
 	set_conf(max_peer_key_updates => [ undef, '32' ]);
 }
@@ -375,8 +380,9 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 		args => [ '--preauth-key-updates', 1000, 'keyupdate-flood', 0 ]);
 	# the server stops reading once the bound is crossed, so the client
 	# may not get all 1000 out
-	cmp_ok($r->{preauth_key_updates_sent},
-		'>', 32, 'pre-auth flood: more KeyUpdates than the bound sent before the StartupMessage');
+	cmp_ok($r->{preauth_key_updates_sent}, '>', 32,
+		'pre-auth flood: more KeyUpdates than the bound sent before the StartupMessage'
+	);
 	isnt($r->{result}, 'ok',
 		'pre-auth flood: 1000 in a row before authentication end the connection too'
 	);
@@ -397,9 +403,11 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	  . delta($t0, $t1, 'terminations');
 	is(delta($t0, $t1, 'terminations'),
 		1, 'pre-auth flood: counted in totals.terminations');
-	is(delta($t0, $t1, 'rekeys_received'),
-		33, 'pre-auth flood: processing stopped at the bound (33 rotations counted)');
-	ok($node->wait_for_log(
+	is( delta($t0, $t1, 'rekeys_received'),
+		33,
+		'pre-auth flood: processing stopped at the bound (33 rotations counted)'
+	);
+	ok( $node->wait_for_log(
 			qr/terminated connection of pid \d+: the client sent 33 key updates unasked/,
 			$log_offset),
 		'pre-auth flood: the reason is logged');
@@ -418,14 +426,17 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	  background_tls_psql($node, tls_connstr($node, tls => '1.3'));
 	my $bpid = $bystander->query_safe('SELECT pg_backend_pid()');
 
-	my $t0  = totals_row($node);
+	my $t0 = totals_row($node);
 	my $pos = log_pos();
-	my $r   = run_peer(args => [ '--table', 'hp_copy', 'never-answer', 80 ]);
+	my $r = run_peer(args => [ '--table', 'hp_copy', 'never-answer', 80 ]);
 	my $pid = $r->{pid};
 	is($r->{copy_started}, 1, 'never-answer, hard_limit 65MB: COPY started');
 	isnt($r->{copy_result}, 'ok',
-		'never-answer, hard_limit 65MB: the client could not finish the COPY');
-	like($r->{result}, qr/^(closed|tls_error|fatal)$/,
+		'never-answer, hard_limit 65MB: the client could not finish the COPY'
+	);
+	like(
+		$r->{result},
+		qr/^(closed|tls_error|fatal)$/,
 		'never-answer, hard_limit 65MB: the connection was ended');
 	ok(wait_gone($pid), 'never-answer, hard_limit 65MB: backend exited');
 
@@ -435,7 +446,8 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 		'never-answer, hard_limit 65MB: the FATAL names hard_limit');
 	my $bytes = $1 // 0;
 	cmp_ok($bytes, '>', 65 * $MB,
-		'never-answer, hard_limit 65MB: ... with more than 65 MB under the key');
+		'never-answer, hard_limit 65MB: ... with more than 65 MB under the key'
+	);
 	note "never-answer: ended after $bytes bytes under one key; client wrote "
 	  . ($r->{copy_bytes_sent} // '?')
 	  . ' bytes of CopyData before its writes failed';
@@ -461,11 +473,11 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 
 	# 8. the same peer, but it stops inside a CopyData message right after
 	# crossing hard_limit: the server then waits for the rest of it
-	$t0  = totals_row($node);
+	$t0 = totals_row($node);
 	$pos = log_pos();
 	my ($decided, $ended, $state) = (0, 0, '');
 	$r = run_peer(
-		args  => [ '--table', 'hp_copy', 'stall-after', 66560 ],
+		args => [ '--table', 'hp_copy', 'stall-after', 66560 ],
 		holds => {
 			stalled => sub {
 				my $spid = $_[0]->{pid};
@@ -494,8 +506,8 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 				if (!$ended)
 				{
 					my $k = kernel_socket_info($node, $spid);
-					$state .= ', socket Recv-Q '
-					  . ($k ? $k->{recv_q} : 'none');
+					$state .=
+					  ', socket Recv-Q ' . ($k ? $k->{recv_q} : 'none');
 				}
 			}
 		});
@@ -508,7 +520,9 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	);
 	ok($ended,
 		'stall after hard_limit: the backend ended while the peer stayed silent'
-	) or diag("15 s after the decision, backend $spid is still there: $state");
+	  )
+	  or
+	  diag("15 s after the decision, backend $spid is still there: $state");
 	is($r->{result}, 'fatal',
 		'stall after hard_limit: after the stall, the client reads the FATAL'
 	);
@@ -516,7 +530,8 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 		$r->{server_error} // '',
 		qr/terminating connection because more than ssl_renegotiate\.hard_limit was received under one TLS key/,
 		'stall after hard_limit: ... which says why');
-	ok(wait_gone($spid), 'stall after hard_limit: backend gone after the client left');
+	ok(wait_gone($spid),
+		'stall after hard_limit: backend gone after the client left');
 	like(
 		log_since($pos),
 		qr/\[$spid\] .*FATAL:  terminating connection because more than ssl_renegotiate\.hard_limit was received under one TLS key/,
@@ -529,7 +544,7 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	$t0 = totals_row($node);
 	my $row;
 	$r = run_peer(
-		args  => [ '--table', 'hp_copy', 'never-answer', 20 ],
+		args => [ '--table', 'hp_copy', 'never-answer', 20 ],
 		holds => { end => sub { $row = activity_row($node, $_[0]->{pid}) } });
 	is($r->{result}, 'ok', 'never-answer, hard_limit 0: COPY completes');
 	is($r->{copy_rows_sent}, 2560,
@@ -539,19 +554,20 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM hp_copy'),
 		'2560', 'never-answer, hard_limit 0: every row committed');
 	ok($row, 'never-answer, hard_limit 0: activity row after the COPY');
-	cmp_ok($row ? $row->{max_received_per_key} : 0,
-		'>=', 19 * $MB,
+	cmp_ok(
+		$row ? $row->{max_received_per_key} : 0,
+		'>=',
+		19 * $MB,
 		'never-answer, hard_limit 0: one client key carried >= 19 MB (it never rotated)'
 	);
-	cmp_ok($row ? $row->{rekeys_received} : 99,
-		'<=', 1,
+	cmp_ok($row ? $row->{rekeys_received} : 99, '<=', 1,
 		'never-answer, hard_limit 0: at most one client rotation (its late answer after reading)'
 	);
 	note 'never-answer, hard_limit 0: '
 	  . join(' ',
 		map { "$_=" . ($row->{$_} // 'NULL') }
-		  qw(bytes_received received_since_rekey max_received_per_key rekeys_received rekeys_sent rekey_pending))
-	  if $row;
+		  qw(bytes_received received_since_rekey max_received_per_key rekeys_received rekeys_sent rekey_pending)
+	  ) if $row;
 	ok(wait_gone($r->{pid}), 'never-answer, hard_limit 0: backend exited');
 	is(delta($t0, totals_row($node), 'terminations'),
 		0, 'never-answer, hard_limit 0: no termination');
@@ -565,11 +581,11 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 for my $policy (qw(renegotiate warn terminate))
 {
 	set_conf(tls12 => [ $policy, $policy ]);
-	my $t0  = totals_row($node);
+	my $t0 = totals_row($node);
 	my $pos = log_pos();
 	my $row;
 	my $r = run_peer(
-		args  => [ '--tls', '1.2', 'renegotiate' ],
+		args => [ '--tls', '1.2', 'renegotiate' ],
 		holds => {
 			renegotiation_sent => sub {
 				my $pid = $_[0]->{pid};
@@ -583,17 +599,20 @@ for my $policy (qw(renegotiate warn terminate))
 		});
 	my $pid = $r->{pid};
 	is($r->{tls_version}, 'TLSv1.2', "tls12=$policy: client on TLS 1.2");
-	is($r->{renegotiation_request}, 'sent',
-		"tls12=$policy: client sent a renegotiation ClientHello");
+	is($r->{renegotiation_request},
+		'sent', "tls12=$policy: client sent a renegotiation ClientHello");
 	ok($row, "tls12=$policy: activity row while the client waits");
 	is($row && $row->{renegotiations_refused},
 		1, "tls12=$policy: renegotiations_refused = 1 while connected");
 	is($row && $row->{rekeys_received} + $row->{rekeys_sent},
 		0, "tls12=$policy: no key changed");
-	unlike($r->{renegotiation} // '', qr/^(completed|pending)/,
+	unlike($r->{renegotiation} // '',
+		qr/^(completed|pending)/,
 		"tls12=$policy: the renegotiation did not happen");
-	note "tls12=$policy: renegotiation=" . ($r->{renegotiation} // '?')
-	  . ", query after it: " . ($r->{query_result} // '?')
+	note "tls12=$policy: renegotiation="
+	  . ($r->{renegotiation} // '?')
+	  . ", query after it: "
+	  . ($r->{query_result} // '?')
 	  . ", io errors: $r->{io_error}";
 	ok(wait_gone($pid), "tls12=$policy: backend gone");
 	my $t1 = totals_row($node);
@@ -601,10 +620,13 @@ for my $policy (qw(renegotiate warn terminate))
 		1, "tls12=$policy: totals.renegotiations_refused grew by 1");
 	is(delta($t0, $t1, 'terminations'),
 		0, "tls12=$policy: not counted as a termination");
-	unlike(log_since($pos), qr/terminated by signal|server process/,
+	unlike(
+		log_since($pos),
+		qr/terminated by signal|server process/,
 		"tls12=$policy: no crash");
 	is( $node->safe_psql(
-			'postgres', 'SELECT version FROM pg_stat_ssl WHERE pid = pg_backend_pid()',
+			'postgres',
+			'SELECT version FROM pg_stat_ssl WHERE pid = pg_backend_pid()',
 			connstr => tls_connstr($node, tls => '1.2')),
 		'TLSv1.2',
 		"tls12=$policy: another TLS 1.2 session works");
@@ -614,25 +636,34 @@ for my $policy (qw(renegotiate warn terminate))
 # 10. a TLS 1.2 client that refuses renegotiation, at a 64 kB limit
 # ---------------------------------------------------------------------
 {
-	set_conf(byte_limit => [ '64kB', '64kB' ], tls12 => [ 'renegotiate', 'renegotiate' ]);
-	my $t0  = totals_row($node);
+	set_conf(
+		byte_limit => [ '64kB', '64kB' ],
+		tls12 => [ 'renegotiate', 'renegotiate' ]);
+	my $t0 = totals_row($node);
 	my $pos = log_pos();
-	my $r   = run_peer(args => [ '--tls', '1.2', 'refuse-renegotiation', 300000 ]);
+	my $r =
+	  run_peer(args => [ '--tls', '1.2', 'refuse-renegotiation', 300000 ]);
 	isnt($r->{query_result}, 'ok',
 		'refusing client, tls12=renegotiate: not answered in full');
-	like($r->{result}, qr/^(closed|tls_error|fatal)$/,
+	like(
+		$r->{result},
+		qr/^(closed|tls_error|fatal)$/,
 		'refusing client, tls12=renegotiate: connection ended');
 	note 'refusing client, tls12=renegotiate: received '
 	  . ($r->{query_app_bytes_read} // '?')
 	  . ' bytes of the answer; io errors: '
 	  . $r->{io_error};
-	ok(wait_gone($r->{pid}), 'refusing client, tls12=renegotiate: backend gone');
-	like(log_since($pos), qr/client refused TLS renegotiation/,
+	ok(wait_gone($r->{pid}),
+		'refusing client, tls12=renegotiate: backend gone');
+	like(
+		log_since($pos),
+		qr/client refused TLS renegotiation/,
 		'refusing client, tls12=renegotiate: log says the client refused');
 	like(
 		log_since($pos),
 		qr/DETAIL:  .*the client \(user "postgres", application "hostile_peer"\) answered with a no_renegotiation alert\.\n.*HINT:  This client cannot renegotiate\. Exempt its role with ALTER ROLE postgres SET ssl_renegotiate\.tls12 = 'warn', or have it use TLS 1\.3\./,
-		'refusing client, tls12=renegotiate: the log names the client and the per-role exemption');
+		'refusing client, tls12=renegotiate: the log names the client and the per-role exemption'
+	);
 	my $t1 = totals_row($node);
 	is(delta($t0, $t1, 'rekey_failures'),
 		1, 'refusing client, tls12=renegotiate: rekey_failures grew by 1');
@@ -641,7 +672,7 @@ for my $policy (qw(renegotiate warn terminate))
 	$t0 = totals_row($node);
 	my $row;
 	$r = run_peer(
-		args  => [ '--tls', '1.2', 'refuse-renegotiation', 300000 ],
+		args => [ '--tls', '1.2', 'refuse-renegotiation', 300000 ],
 		holds => { end => sub { $row = activity_row($node, $_[0]->{pid}) } });
 	is($r->{query_result}, 'ok', 'refusing client, tls12=warn: answered');
 	is($r->{query_datarow_bytes},
@@ -656,10 +687,12 @@ for my $policy (qw(renegotiate warn terminate))
 # 11. the server survived all of it
 # ---------------------------------------------------------------------
 my $log = slurp_file($node->logfile);
-unlike($log, qr/terminated by signal|server process \(PID|terminating any other active server processes|PANIC:|TRAP:/,
+unlike(
+	$log,
+	qr/terminated by signal|server process \(PID|terminating any other active server processes|PANIC:|TRAP:/,
 	'whole log: no crash, no PANIC, no assertion failure');
-is(totals_row($node)->{stats_reset}, $stats_reset0,
-	'totals never reset by a crash restart');
+is(totals_row($node)->{stats_reset},
+	$stats_reset0, 'totals never reset by a crash restart');
 ok(kill(0, $node->{_pid}), 'postmaster still running');
 server_ok('end');
 

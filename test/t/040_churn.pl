@@ -55,8 +55,7 @@ my @FIELDS = qw(connections bytes_sent bytes_received records_sent
 # log_statement = none: 20,000 "statement: SELECT 1" lines are of no use.
 # log_connections = on: the log then says, for every connection, which TLS
 # version it used ("SSL enabled (protocol=TLSv1.3, ...").
-my $node = new_tls_node(
-	'churn', conf => <<'EOC');
+my $node = new_tls_node('churn', conf => <<'EOC');
 log_statement = none
 log_connections = on
 max_connections = 20
@@ -73,21 +72,21 @@ close $fh;
 # environment variables (checked below: every connection shows up in the
 # log as TLSv1.3, and in the totals, which count TLS connections only).
 my %PGBENCH_ENV = (
-	PGHOST                  => '127.0.0.1',
-	PGPORT                  => $node->port,
-	PGDATABASE              => 'postgres',
-	PGSSLMODE               => 'require',
+	PGHOST => '127.0.0.1',
+	PGPORT => $node->port,
+	PGDATABASE => 'postgres',
+	PGSSLMODE => 'require',
 	PGSSLMINPROTOCOLVERSION => 'TLSv1.3',
 	PGSSLMAXPROTOCOLVERSION => 'TLSv1.3',
-	PGGSSENCMODE            => 'disable',
-	PGAPPNAME               => undef,
-	PGOPTIONS               => undef,
-	PGUSER                  => undef,
-	PGSERVICE               => undef,
-	PGHOSTADDR              => undef,
-	PGSSLCERT               => undef,
-	PGSSLKEY                => undef,
-	PGSSLCOMPRESSION        => undef,);
+	PGGSSENCMODE => 'disable',
+	PGAPPNAME => undef,
+	PGOPTIONS => undef,
+	PGUSER => undef,
+	PGSERVICE => undef,
+	PGHOSTADDR => undef,
+	PGSSLCERT => undef,
+	PGSSLKEY => undef,
+	PGSSLCOMPRESSION => undef,);
 
 sub pgbench
 {
@@ -95,12 +94,12 @@ sub pgbench
 	local %ENV = %ENV;
 	for my $k (keys %PGBENCH_ENV)
 	{
-		if (defined $PGBENCH_ENV{$k}) { $ENV{$k} = $PGBENCH_ENV{$k} }
-		else                          { delete $ENV{$k} }
+		if   (defined $PGBENCH_ENV{$k}) { $ENV{$k} = $PGBENCH_ENV{$k} }
+		else                            { delete $ENV{$k} }
 	}
 	my @cmd = (
-		'pgbench', '-n', '-C', '-c', $clients, '-j', $clients,
-		'-t', $tx, '-f', $script);
+		'pgbench', '-n', '-C', '-c', $clients, '-j',
+		$clients, '-t', $tx, '-f', $script);
 	my ($out, $err) = ('', '');
 	my $t0 = time;
 	my $ok = IPC::Run::run(\@cmd, '<', \undef, '>', \$out, '2>', \$err);
@@ -111,8 +110,8 @@ sub pgbench
 	like(
 		$out,
 		qr/number of transactions actually processed: $total\/$total\b/,
-		"pgbench -C -c $clients -t $tx: all $total transactions processed")
-	  or diag("stdout:\n$out\nstderr:\n$err");
+		"pgbench -C -c $clients -t $tx: all $total transactions processed"
+	) or diag("stdout:\n$out\nstderr:\n$err");
 	return ($out, $err, $secs);
 }
 
@@ -147,7 +146,9 @@ sub measure
 	wait_backends_gone("before pgbench -c $clients -t $tx");
 	$node->safe_psql('postgres', 'SELECT ssl_renegotiate_reset()');
 	my $zero = tally(totals_row($node));
-	is_deeply($zero, { map { $_ => 0 } @FIELDS },
+	is_deeply(
+		$zero,
+		{ map { $_ => 0 } @FIELDS },
 		'totals are zero after ssl_renegotiate_reset()');
 	my (undef, undef, $secs) = pgbench($clients, $tx);
 	wait_backends_gone("after pgbench -c $clients -t $tx");
@@ -165,15 +166,19 @@ note "run $_ of pgbench -C -c 1 -t 1: " . tally_str($t1[ $_ - 1 ]) for 1 .. 3;
 note "run $_ of pgbench -C -c 1 -t 2: " . tally_str($t2[ $_ - 1 ]) for 1 .. 3;
 
 is($t1[0]{connections}, 2,
-	'-t 1 makes 2 connections: pgbench\'s setup connection and one for the transaction');
+	'-t 1 makes 2 connections: pgbench\'s setup connection and one for the transaction'
+);
 is($t2[0]{connections}, 3, '-t 2 makes 3 connections');
-is_deeply($t1[$_], $t1[0], "pgbench -C -t 1: run " . ($_ + 1) . " identical to run 1")
+is_deeply($t1[$_], $t1[0],
+	"pgbench -C -t 1: run " . ($_ + 1) . " identical to run 1")
   for 1 .. 2;
-is_deeply($t2[$_], $t2[0], "pgbench -C -t 2: run " . ($_ + 1) . " identical to run 1")
+is_deeply($t2[$_], $t2[0],
+	"pgbench -C -t 2: run " . ($_ + 1) . " identical to run 1")
   for 1 .. 2;
 
-my %C = map { $_ => $t2[0]{$_} - $t1[0]{$_} } @FIELDS;    # one transaction connection
-my %I = map { $_ => $t1[0]{$_} - $C{$_} } @FIELDS;        # the setup connection
+my %C =
+  map { $_ => $t2[0]{$_} - $t1[0]{$_} } @FIELDS;  # one transaction connection
+my %I = map { $_ => $t1[0]{$_} - $C{$_} } @FIELDS;    # the setup connection
 note 'one transaction connection (C): ' . tally_str(\%C);
 note 'pgbench\'s setup connection (I): ' . tally_str(\%I);
 is($C{connections}, 1, 'C is one connection');
@@ -195,10 +200,12 @@ is($C{records_received} - $I{records_received},
 	1, 'C - I: one more record received (the Query)');
 is($C{records_sent} - $I{records_sent},
 	1, 'C - I: one more record sent (the answer)');
-is($C{bytes_received} - $I{bytes_received},
-	5 + 15 + 1 + 16, 'C - I: bytes received = one TLS 1.3 record of 15 bytes');
-is($C{bytes_sent} - $I{bytes_sent},
-	5 + 66 + 1 + 16, 'C - I: bytes sent = one TLS 1.3 record of 66 bytes');
+is( $C{bytes_received} - $I{bytes_received},
+	5 + 15 + 1 + 16,
+	'C - I: bytes received = one TLS 1.3 record of 15 bytes');
+is( $C{bytes_sent} - $I{bytes_sent},
+	5 + 66 + 1 + 16,
+	'C - I: bytes sent = one TLS 1.3 record of 66 bytes');
 is($C{$_}, 0, "C: $_ = 0 (default limit, no rotation in a handshake)")
   for qw(rekeys_sent rekeys_received rekey_failures rekeys_skipped
   renegotiations_refused terminations);
@@ -210,39 +217,48 @@ my ($totals, $secs) = measure(2, $N / 2);
 my $log = slurp_file($node->logfile, $log_offset);
 
 my %expect = map { $_ => $I{$_} + $N * $C{$_} } @FIELDS;
-note sprintf(
+note
+  sprintf(
 	'churn: %d transactions, %d TLS connections in %.1f s (%.0f connections/s)',
 	$N, $N + 1, $secs, ($N + 1) / ($secs || 1));
 note 'churn totals:   ' . tally_str($totals);
 note 'expected I+N*C: ' . tally_str(\%expect);
-is($totals->{connections}, $N + 1,
-	"totals.connections == N + 1 == " . ($N + 1));
+is($totals->{connections},
+	$N + 1, "totals.connections == N + 1 == " . ($N + 1));
+
 for my $f (grep { $_ ne 'connections' } @FIELDS)
 {
 	is($totals->{$f}, $expect{$f}, "totals.$f == I + N * C == $expect{$f}");
 }
 
 # every connection of the churn was TLS 1.3 (libpq's environment honoured)
-my @tls_lines = $log =~ /(connection authorized: .*SSL enabled \(protocol=[^,]*,)/g;
+my @tls_lines =
+  $log =~ /(connection authorized: .*SSL enabled \(protocol=[^,]*,)/g;
 is(scalar(@tls_lines), $N + 1,
 	'the log shows N + 1 connections authorized over TLS during the churn');
-is(scalar(grep { !/protocol=TLSv1\.3,/ } @tls_lines),
-	0, '... every one of them TLSv1.3 (libpq\'s environment variables honoured)');
+is( scalar(grep { !/protocol=TLSv1\.3,/ } @tls_lines),
+	0,
+	'... every one of them TLSv1.3 (libpq\'s environment variables honoured)'
+);
 
 # ------------------------------------------------------------- log clean
 my @bad = grep { /\b(ERROR|FATAL|PANIC|WARNING):/ || /terminated by signal/ }
   split /\n/, $log;
-is(scalar(@bad), 0, 'no ERROR/FATAL/PANIC/WARNING or crash in the log during the churn')
+is(scalar(@bad), 0,
+	'no ERROR/FATAL/PANIC/WARNING or crash in the log during the churn')
   or diag(join("\n", @bad[ 0 .. ($#bad < 19 ? $#bad : 19) ]));
 
 # ---------------------------------------------------------- no slot leak
-is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity'),
-	'0', 'no TLS session alive: ssl_renegotiate_activity has no rows');
+is( $node->safe_psql(
+		'postgres', 'SELECT count(*) FROM ssl_renegotiate_activity'),
+	'0',
+	'no TLS session alive: ssl_renegotiate_activity has no rows');
 my $s = background_tls_psql($node, tls_connstr($node, tls => '1.3'));
 my $pid = $s->query_safe('SELECT pg_backend_pid()');
 is( $node->safe_psql(
 		'postgres',
-		'SELECT count(*) || \'/\' || count(*) FILTER (WHERE pid = ' . $pid
+		'SELECT count(*) || \'/\' || count(*) FILTER (WHERE pid = '
+		  . $pid
 		  . ') FROM ssl_renegotiate_activity'),
 	'1/1',
 	'one TLS session open: exactly one row, for its pid');
@@ -252,9 +268,12 @@ my $row = activity_row($node, $pid);
 is_deeply(
 	[ $row->{bytes_received}, $row->{bytes_sent} ],
 	[ $krcv, $ksent ],
-	'its counts equal the kernel\'s (slot reused after the churn starts clean)');
-is($node->safe_psql('postgres', 'SELECT connections FROM ssl_renegotiate_totals'),
-	$N + 2, 'totals: the new session is the N + 2nd connection since the reset');
+	'its counts equal the kernel\'s (slot reused after the churn starts clean)'
+);
+is( $node->safe_psql(
+		'postgres', 'SELECT connections FROM ssl_renegotiate_totals'),
+	$N + 2,
+	'totals: the new session is the N + 2nd connection since the reset');
 $s->quit;
 
 $node->stop;

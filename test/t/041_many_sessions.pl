@@ -34,22 +34,23 @@ use Test::More;
 use Time::HiRes qw(time usleep);
 use SslrTest;
 
-my $N  = $ENV{SSLR_MANY_SESSIONS} // 300;
-my $TX = $ENV{SSLR_MANY_TX}       // 20;
-die "SSLR_MANY_SESSIONS must be a number >= 4" unless $N =~ /^\d+$/ && $N >= 4;
-die "SSLR_MANY_TX must be a number >= 1"       unless $TX =~ /^\d+$/ && $TX >= 1;
+my $N = $ENV{SSLR_MANY_SESSIONS} // 300;
+my $TX = $ENV{SSLR_MANY_TX} // 20;
+die "SSLR_MANY_SESSIONS must be a number >= 4"
+  unless $N =~ /^\d+$/ && $N >= 4;
+die "SSLR_MANY_TX must be a number >= 1" unless $TX =~ /^\d+$/ && $TX >= 1;
 my $max_connections = $N + 50 > 1000 ? $N + 50 : 1000;
-my $GATE            = 4141;    # advisory lock key
-my $COPY_ROWS       = $ENV{SSLR_MANY_COPY_ROWS} // 200_000;    # ~20 MB
+my $GATE = 4141;                                         # advisory lock key
+my $COPY_ROWS = $ENV{SSLR_MANY_COPY_ROWS} // 200_000;    # ~20 MB
 
-my $node = new_tls_node(
-	'many', conf => <<"EOC");
+my $node = new_tls_node('many', conf => <<"EOC");
 max_connections = $max_connections
 shared_buffers = 16MB
 log_statement = none
 autovacuum = off
 EOC
-my $log_start = -s $node->logfile // 0;    # the log may exist from an earlier run
+my $log_start = -s $node->logfile
+  // 0;    # the log may exist from an earlier run
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION ssl_renegotiate');
 
@@ -69,10 +70,10 @@ $node->safe_psql(
 	CREATE TABLE dst (LIKE src);
 	COPY src TO '$src_file';
 });
-my $src_md5  = file_md5($src_file);
+my $src_md5 = file_md5($src_file);
 my $src_size = -s $src_file;
-note sprintf('COPY data: %d rows, %.1f MB, md5 %s', $COPY_ROWS, $src_size / 1e6,
-	$src_md5);
+note sprintf('COPY data: %d rows, %.1f MB, md5 %s',
+	$COPY_ROWS, $src_size / 1e6, $src_md5);
 
 # order-independent content hash of a table
 my $HASH = q{SELECT count(*) || ':' ||
@@ -151,7 +152,8 @@ sub sample_str
 sub check_exact
 {
 	my ($r, $expected, $what) = @_;
-	my $ok = $r->{view_rows} == $expected
+	my $ok =
+		 $r->{view_rows} == $expected
 	  && $r->{ssl_rows} == $expected
 	  && $r->{matched} == $expected
 	  && $r->{mismatched} == 0
@@ -160,8 +162,9 @@ sub check_exact
 	  && $r->{ssl_only} eq ''
 	  && $r->{null_rows} == 0
 	  && $r->{non_client} == 0;
-	ok($ok, "$what: view == pg_stat_ssl: $expected rows, same pids, version, cipher, user; no NULLs")
-	  or diag(sample_str($r));
+	ok($ok,
+		"$what: view == pg_stat_ssl: $expected rows, same pids, version, cipher, user; no NULLs"
+	) or diag(sample_str($r));
 	return $ok;
 }
 
@@ -195,20 +198,23 @@ my ($pgb_out, $pgb_err) = ('', '');
 my $pgbench;
 {
 	local %ENV = %ENV;
-	delete $ENV{$_} for qw(PGSERVICE PGHOSTADDR PGUSER PGAPPNAME PGSSLCERT PGSSLKEY);
-	$ENV{PGHOST}                  = '127.0.0.1';
-	$ENV{PGPORT}                  = $node->port;
-	$ENV{PGDATABASE}              = 'postgres';
-	$ENV{PGSSLMODE}               = 'require';
+	delete $ENV{$_}
+	  for qw(PGSERVICE PGHOSTADDR PGUSER PGAPPNAME PGSSLCERT PGSSLKEY);
+	$ENV{PGHOST} = '127.0.0.1';
+	$ENV{PGPORT} = $node->port;
+	$ENV{PGDATABASE} = 'postgres';
+	$ENV{PGSSLMODE} = 'require';
 	$ENV{PGSSLMINPROTOCOLVERSION} = 'TLSv1.3';
-	$ENV{PGGSSENCMODE}            = 'disable';
-	$ENV{PGOPTIONS}               = '-c ssl_renegotiate.byte_limit=1kB';
+	$ENV{PGGSSENCMODE} = 'disable';
+	$ENV{PGOPTIONS} = '-c ssl_renegotiate.byte_limit=1kB';
 	$pgbench = IPC::Run::start(
-		[
-			'pgbench', '-n', '-c', $N, '-j', '4', '-t', $TX,
-			'-f', $script
-		],
-		'<', \undef, '>', \$pgb_out, '2>', \$pgb_err,
+		[ 'pgbench', '-n', '-c', $N, '-j', '4', '-t', $TX, '-f', $script ],
+		'<',
+		\undef,
+		'>',
+		\$pgb_out,
+		'2>',
+		\$pgb_err,
 		IPC::Run::timeout(4 * $PostgreSQL::Test::Utils::timeout_default));
 }
 my $t_launch = time;
@@ -228,7 +234,8 @@ ok( $node->poll_query_until(
 		'postgres', qq{SELECT count(*) = $N FROM pg_stat_activity
 		 WHERE application_name = 'pgbench' AND wait_event = 'advisory'}),
 	"all $N pgbench clients connected over TLS and waiting at the gate");
-note sprintf('%d TLS connections established in %.1f s', $N, time - $t_launch);
+note
+  sprintf('%d TLS connections established in %.1f s', $N, time - $t_launch);
 
 # ------------------------------------------------------- 1. frozen phase
 my $expected = $N + 2;
@@ -247,7 +254,7 @@ my (@t_view, @t_ssl);
 for (1 .. 7)
 {
 	push @t_view, read_time('SELECT * FROM ssl_renegotiate_activity');
-	push @t_ssl,  read_time('SELECT * FROM pg_stat_ssl');
+	push @t_ssl, read_time('SELECT * FROM pg_stat_ssl');
 }
 note sprintf(
 	'read of ssl_renegotiate_activity with %d rows (frozen): median %.3f ms [%.3f-%.3f]; pg_stat_ssl: median %.3f ms',
@@ -275,9 +282,11 @@ sub running_sample
 	my $r = sample();
 	$samples++;
 	my ($rs, $rr) = split / /, $r->{rekeys};
-	$max_rekeys{sent}     = $rs if $rs > ($max_rekeys{sent}     // 0);
+	$max_rekeys{sent} = $rs if $rs > ($max_rekeys{sent} // 0);
 	$max_rekeys{received} = $rr if $rr > ($max_rekeys{received} // 0);
-	if ($r->{mismatched} != 0 || $r->{null_rows} != 0 || $r->{non_client} != 0)
+	if (   $r->{mismatched} != 0
+		|| $r->{null_rows} != 0
+		|| $r->{non_client} != 0)
 	{
 		$bad++;
 		diag('bad sample: ' . sample_str($r));
@@ -315,11 +324,13 @@ if ($pgbench->pumpable)
 {
 	$mon->query_safe("SELECT pg_advisory_lock($GATE)");
 	ok( $node->poll_query_until(
-			'postgres', q{SELECT count(*) = count(*) FILTER (WHERE wait_event = 'advisory')
+			'postgres',
+			q{SELECT count(*) = count(*) FILTER (WHERE wait_event = 'advisory')
 			 FROM pg_stat_activity WHERE application_name = 'pgbench'}),
 		'refrozen: every remaining pgbench client waits at the gate');
 	my $left = $node->safe_psql('postgres',
-		q{SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgbench'});
+		q{SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgbench'}
+	);
 	note "refrozen with $left of $N pgbench clients still connected";
 	my $r = sample();
 	check_exact($r, $left + 2, 'refrozen after rekeying');
@@ -338,27 +349,34 @@ while ($pgbench->pumpable)
 	usleep(100_000);
 }
 my $pgb_ok = $pgbench->finish;
-ok($pgb_ok, 'pgbench exits with 0') or diag("stdout:\n$pgb_out\nstderr:\n$pgb_err");
-my $total_tx = $N * $TX;
-like($pgb_out, qr/number of transactions actually processed: $total_tx\/$total_tx\b/,
-	"pgbench: all $total_tx transactions processed")
+ok($pgb_ok, 'pgbench exits with 0')
   or diag("stdout:\n$pgb_out\nstderr:\n$pgb_err");
-note "pgbench: " . join('; ', grep { /tps|latency|connection time/ } split /\n/, $pgb_out);
+my $total_tx = $N * $TX;
+like(
+	$pgb_out,
+	qr/number of transactions actually processed: $total_tx\/$total_tx\b/,
+	"pgbench: all $total_tx transactions processed"
+) or diag("stdout:\n$pgb_out\nstderr:\n$pgb_err");
+note "pgbench: "
+  . join('; ', grep { /tps|latency|connection time/ } split /\n/, $pgb_out);
 is($bad, 0, "running phase: $samples samples, no mismatch, no NULL counters");
-note "running phase: $samples samples, $exact exact, $racy while clients came or went";
+note
+  "running phase: $samples samples, $exact exact, $racy while clients came or went";
 note sprintf(
 	'read of ssl_renegotiate_activity with %d rows while rekeying: median %.3f ms [%.3f-%.3f] (%d reads)',
-	$expected, median(@t_view_run), (sort { $a <=> $b } @t_view_run)[ 0, -1 ],
-	scalar @t_view_run)
-  if @t_view_run;
+	$expected, median(@t_view_run),
+	(sort { $a <=> $b } @t_view_run)[ 0, -1 ],
+	scalar @t_view_run) if @t_view_run;
 
 # the COPYs
 for my $c (@copiers)
 {
 	is($c->query_safe('SELECT 1'), '1', 'COPY session finished its COPY');
 }
-is(file_md5($out_file), $src_md5, 'COPY TO over TLS 1.3 at 64kB: file identical to the server\'s COPY');
-is($node->safe_psql('postgres', "$HASH dst x"), $src_hash,
+is(file_md5($out_file), $src_md5,
+	'COPY TO over TLS 1.3 at 64kB: file identical to the server\'s COPY');
+is($node->safe_psql('postgres', "$HASH dst x"),
+	$src_hash,
 	'COPY FROM over TLS 1.3 at 64kB: table identical to the source');
 for my $i (0, 1)
 {
@@ -366,13 +384,18 @@ for my $i (0, 1)
 		"SELECT a.* FROM ssl_renegotiate_activity a JOIN pg_stat_activity p USING (pid) WHERE p.application_name = 'copy$i'"
 	);
 	my $dir_col = $i == 0 ? 'sent' : 'received';
-	cmp_ok($row->{"bytes_$dir_col"}, '>', $src_size, "copy$i: more than the file's size $dir_col");
+	cmp_ok($row->{"bytes_$dir_col"},
+		'>', $src_size, "copy$i: more than the file's size $dir_col");
 	# (receive side: libpq answers a KeyUpdate request only when it reads,
 	# during COPY FROM only when its socket is full, so the client key
 	# changes every few MB only: docs/clients.md)
-	cmp_ok($row->{"rekeys_$dir_col"}, '>=', $i == 0 ? int($src_size / 65536 / 2) : 1,
+	cmp_ok(
+		$row->{"rekeys_$dir_col"},
+		'>=',
+		$i == 0 ? int($src_size / 65536 / 2) : 1,
 		"copy$i: rekeys of the $dir_col direction");
-	note "copy$i: bytes_sent=$row->{bytes_sent} bytes_received=$row->{bytes_received} "
+	note
+	  "copy$i: bytes_sent=$row->{bytes_sent} bytes_received=$row->{bytes_received} "
 	  . "rekeys_sent=$row->{rekeys_sent} rekeys_received=$row->{rekeys_received} "
 	  . "max_sent_per_key=$row->{max_sent_per_key} max_received_per_key=$row->{max_received_per_key}";
 }
@@ -386,26 +409,31 @@ check_exact(sample(), 2, 'after pgbench');
 
 my $tot = totals_row($node);
 note "totals: " . join(' ', map { "$_=$tot->{$_}" } sort keys %$tot);
-is($tot->{connections}, $N + 3,
-	'totals.connections: every session counted once (N clients, pgbench\'s setup connection, 2 COPY sessions)');
-cmp_ok($tot->{rekeys_sent},     '>', 0, 'totals.rekeys_sent > 0');
+is( $tot->{connections},
+	$N + 3,
+	'totals.connections: every session counted once (N clients, pgbench\'s setup connection, 2 COPY sessions)'
+);
+cmp_ok($tot->{rekeys_sent}, '>', 0, 'totals.rekeys_sent > 0');
 cmp_ok($tot->{rekeys_received}, '>', 0, 'totals.rekeys_received > 0');
 cmp_ok($tot->{rekeys_sent}, '>=', $N,
-	'at 1kB every pgbench session rotated its sending key (at least N rotations)');
+	'at 1kB every pgbench session rotated its sending key (at least N rotations)'
+);
 is($tot->{rekey_failures}, 0, 'no rekey failures');
-is($tot->{terminations},   0, 'no terminations');
-note "largest sums of rekeys seen in one sample: sent=$max_rekeys{sent} received=$max_rekeys{received}";
+is($tot->{terminations}, 0, 'no terminations');
+note
+  "largest sums of rekeys seen in one sample: sent=$max_rekeys{sent} received=$max_rekeys{received}";
 
 # --------------------------------------------------------- shared memory
 sub shmem
 {
 	my ($n) = @_;
 	# the slots ('ssl_renegotiate') and the totals ('ssl_renegotiate totals')
-	my ($size, $alloc) = split /\|/,
-	  $n->safe_psql('postgres',
+	my ($size, $alloc) = split /\|/, $n->safe_psql(
+		'postgres',
 		q{SELECT sum(size), sum(allocated_size) FROM pg_shmem_allocations
 		   WHERE name IN ('ssl_renegotiate', 'ssl_renegotiate totals')});
-	my $mb = $n->safe_psql('postgres',
+	my $mb = $n->safe_psql(
+		'postgres',
 		q{SELECT current_setting('max_connections')::int
 		   + CASE WHEN current_setting('server_version_num')::int >= 180000
 		          THEN current_setting('autovacuum_worker_slots', true)::int
@@ -418,24 +446,31 @@ sub shmem
 }
 my ($size1, $alloc1, $mb1) = shmem($node);
 
-my $small = new_tls_node('small', conf => "max_connections = 100\nshared_buffers = 16MB\n");
+my $small = new_tls_node('small',
+	conf => "max_connections = 100\nshared_buffers = 16MB\n");
 $small->start;
 my ($size2, $alloc2, $mb2) = shmem($small);
 $small->stop;
 
 my $per_slot = ($size1 - $size2) / ($mb1 - $mb2);
-my $header   = $size1 - $per_slot * $mb1;
-note "shared memory 'ssl_renegotiate' and 'ssl_renegotiate totals': max_connections=$max_connections (MaxBackends $mb1): size $size1, allocated $alloc1; "
+my $header = $size1 - $per_slot * $mb1;
+note
+  "shared memory 'ssl_renegotiate' and 'ssl_renegotiate totals': max_connections=$max_connections (MaxBackends $mb1): size $size1, allocated $alloc1; "
   . "max_connections=100 (MaxBackends $mb2): size $size2, allocated $alloc2; "
   . "=> $per_slot bytes per slot + $header bytes";
-is($size2, $header + $per_slot * $mb2, 'shared memory is linear in MaxBackends');
+is( $size2,
+	$header + $per_slot * $mb2,
+	'shared memory is linear in MaxBackends');
 cmp_ok($header, '>', 0, 'a fixed part (lock pointer and totals)');
 cmp_ok($header, '<', 1024, '... of less than 1 kB');
 SKIP:
 {
-	skip "424 bytes per slot (SslrSlot, its baseline and its request count) is documented for x86-64 only", 1
+	skip
+	  "424 bytes per slot (SslrSlot, its baseline and its request count) is documented for x86-64 only",
+	  1
 	  unless $Config{archname} =~ /x86_64/;
-	is($per_slot, 424, 'x86-64: 424 bytes per backend slot, as docs/reference.md says');
+	is($per_slot, 424,
+		'x86-64: 424 bytes per backend slot, as docs/reference.md says');
 }
 cmp_ok($alloc1, '>=', $size1, 'allocated_size >= size');
 
@@ -443,9 +478,11 @@ cmp_ok($alloc1, '>=', $size1, 'allocated_size >= size');
 $_->quit for @copiers;
 $mon->quit;
 my $log = slurp_file($node->logfile, $log_start);
-my @bad = grep { /\b(ERROR|FATAL|PANIC|WARNING):|SSL|terminated by signal/i } split /\n/, $log;
+my @bad = grep { /\b(ERROR|FATAL|PANIC|WARNING):|SSL|terminated by signal/i }
+  split /\n/, $log;
 # the start-up lines mention neither; anything else is a problem
-is(scalar(@bad), 0, 'no SSL error, ERROR, FATAL, PANIC, WARNING or crash in the log')
+is(scalar(@bad), 0,
+	'no SSL error, ERROR, FATAL, PANIC, WARNING or crash in the log')
   or diag(join("\n", @bad[ 0 .. ($#bad < 29 ? $#bad : 29) ]));
 
 $node->stop;

@@ -37,16 +37,16 @@ my $ROWS = $ENV{SSLR_FAULTS_COPY_ROWS} // 80_000;    # ~8 MB of COPY text
 my $HALF = int($ROWS / 2);
 my $GATE = 4243;
 
-my $node = new_tls_node(
-	'faults', conf => <<'EOC');
+my $node = new_tls_node('faults', conf => <<'EOC');
 restart_after_crash = on
 log_statement = none
 autovacuum = off
 EOC
-my $log_start = -s $node->logfile // 0;    # the log may exist from an earlier run
+my $log_start = -s $node->logfile
+  // 0;    # the log may exist from an earlier run
 $node->start;
 
-my $dir      = PostgreSQL::Test::Utils::tempdir('faults');
+my $dir = PostgreSQL::Test::Utils::tempdir('faults');
 my $src_file = "$dir/src.copy";
 $node->safe_psql(
 	'postgres', qq{
@@ -72,9 +72,9 @@ $node->safe_psql(
 	CREATE TABLE dst (LIKE src);
 	CREATE TRIGGER gate BEFORE INSERT ON dst FOR EACH ROW EXECUTE FUNCTION gate_trigger();
 });
-my $src_md5  = file_md5($src_file);
+my $src_md5 = file_md5($src_file);
 my $src_size = -s $src_file;
-my $HASH     = q{SELECT count(*) || ':' ||
+my $HASH = q{SELECT count(*) || ':' ||
   coalesce(sum(('x' || substr(md5(x::text), 1, 15))::bit(60)::bigint), 0) FROM };
 my $src_hash = $node->safe_psql('postgres', "$HASH src x");
 note sprintf('COPY data: %d rows, %.1f MB', $ROWS, $src_size / 1e6);
@@ -93,7 +93,10 @@ sub settings_connstr
 	my ($tls, $app) = @_;
 	my $opts = '-c ssl_renegotiate.byte_limit=64kB';
 	$opts .= ' -c ssl_renegotiate.tls12=renegotiate' if $tls eq '1.2';
-	return tls_connstr($node, tls => $tls, application_name => $app,
+	return tls_connstr(
+		$node,
+		tls => $tls,
+		application_name => $app,
 		extra => "options='$opts'");
 }
 
@@ -102,8 +105,8 @@ sub backend_pid_of
 	my ($app) = @_;
 	my $pid;
 	$node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = '$app'")
-	  or return undef;
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = '$app'"
+	) or return undef;
 	return $node->safe_psql('postgres',
 		"SELECT pid FROM pg_stat_activity WHERE application_name = '$app'");
 }
@@ -139,12 +142,15 @@ for my $tls (@TLS)
 	for my $dirn ('TO', 'FROM')
 	{
 		$case++;
-		my $what = "(a) TLS $tls" . ($tls eq '1.2' ? ' renegotiate' : '')
+		my $what =
+			"(a) TLS $tls"
+		  . ($tls eq '1.2' ? ' renegotiate' : '')
 		  . " 64kB, client killed in COPY $dirn";
 		my $log0 = log_pos();
 
 		# the bystander: same settings, connected first
-		my $bys = background_tls_psql($node, settings_connstr($tls, "bystander$case"));
+		my $bys = background_tls_psql($node,
+			settings_connstr($tls, "bystander$case"));
 		$bys->set_query_timer_restart;
 		my $bys_pid = $bys->query_safe('SELECT pg_backend_pid()');
 		$node->safe_psql('postgres', 'TRUNCATE dst');
@@ -160,10 +166,20 @@ for my $tls (@TLS)
 			# function in FROM would be materialized first)
 			$h = IPC::Run::start(
 				[
-					'psql', '-X', '-q', '-d', settings_connstr($tls, $app), '-c',
+					'psql',
+					'-X',
+					'-q',
+					'-d',
+					settings_connstr($tls, $app),
+					'-c',
 					"COPY (SELECT generate_series(1, 2000000000) AS i, repeat('x', 200) AS s) TO STDOUT"
 				],
-				'<', \undef, '>', '/dev/null', '2>', \$verr);
+				'<',
+				\undef,
+				'>',
+				'/dev/null',
+				'2>',
+				\$verr);
 		}
 		else
 		{
@@ -171,10 +187,15 @@ for my $tls (@TLS)
 				[ 'yes', 'a line of COPY text, repeated for ever by yes(1)' ],
 				'|',
 				[
-					'psql', '-X', '-q', '-d', settings_connstr($tls, $app), '-c',
+					'psql', '-X',
+					'-q', '-d',
+					settings_connstr($tls, $app), '-c',
 					'COPY sink FROM STDIN'
 				],
-				'>', \$vout, '2>', \$verr);
+				'>',
+				\$vout,
+				'2>',
+				\$verr);
 		}
 		my $vpid = backend_pid_of($app);
 		ok(defined $vpid, "$what: victim backend started");
@@ -193,8 +214,9 @@ for my $tls (@TLS)
 			  && ($last->{"rekeys_$col"} >= 1 || $last->{rekey_pending});
 			usleep(50_000);
 		}
-		unless (ok($last && $last->{"bytes_$col"} >= 1_000_000,
-			"$what: the victim has $col more than 1 MB"))
+		unless (
+			ok( $last && $last->{"bytes_$col"} >= 1_000_000,
+				"$what: the victim has $col more than 1 MB"))
 		{
 			$h->pump_nb if $h->pumpable;
 			diag("victim's row: " . explain($last) . "psql's stderr: $verr");
@@ -213,7 +235,8 @@ for my $tls (@TLS)
 		}
 		else
 		{
-			$bys->query_until(qr/copy started/,
+			$bys->query_until(
+				qr/copy started/,
 				"\\echo copy started\n\\copy (SELECT * FROM src WHERE gate(i, $HALF)) TO '$bys_out'\n"
 			);
 		}
@@ -221,29 +244,35 @@ for my $tls (@TLS)
 				'postgres',
 				"SELECT wait_event = 'advisory' FROM pg_stat_activity WHERE pid = $bys_pid"
 			),
-			"$what: the bystander is in the middle of its COPY, held at the gate");
+			"$what: the bystander is in the middle of its COPY, held at the gate"
+		);
 
 		# kill the client
 		$last = activity_row($node, $vpid);
 		note "$what: victim just before the kill: "
 		  . join(' ', map { "$_=$last->{$_}" } @COUNTERS, 'rekey_pending');
 		my $psql_pid = $h->{KIDS}[ $dirn eq 'TO' ? 0 : 1 ]{PID};
-		ok(kill('KILL', $psql_pid), "$what: psql (pid $psql_pid) killed with SIGKILL");
+		ok(kill('KILL', $psql_pid),
+			"$what: psql (pid $psql_pid) killed with SIGKILL");
 		wait_gone($vpid, $what);
 		eval { $h->finish; };
 
 		# let the bystander finish
 		$mon->query_safe("SELECT pg_advisory_unlock($GATE)");
-		is($bys->query_safe('SELECT 1'), '1', "$what: the bystander's COPY completed");
+		is($bys->query_safe('SELECT 1'),
+			'1', "$what: the bystander's COPY completed");
 		if ($case % 2)
 		{
-			is($node->safe_psql('postgres', "$HASH dst x"), $src_hash,
-				"$what: bystander's COPY FROM: table identical to the source");
+			is( $node->safe_psql('postgres', "$HASH dst x"),
+				$src_hash,
+				"$what: bystander's COPY FROM: table identical to the source"
+			);
 		}
 		else
 		{
 			is(file_md5($bys_out), $src_md5,
-				"$what: bystander's COPY TO: file identical to the server's COPY");
+				"$what: bystander's COPY TO: file identical to the server's COPY"
+			);
 		}
 
 		# the victim's counts reached the totals: (T1 - T0) - (B1 - B0)
@@ -251,19 +280,23 @@ for my $tls (@TLS)
 		is($t1->{connections} - $t0->{connections},
 			1, "$what: totals.connections grew by one (the victim)");
 		my %victim =
-		  map { $_ => ($t1->{$_} - $t0->{$_}) - ($b1->{$_} - $b0->{$_}) } @COUNTERS;
+		  map { $_ => ($t1->{$_} - $t0->{$_}) - ($b1->{$_} - $b0->{$_}) }
+		  @COUNTERS;
 		note "$what: victim's final counts in the totals: "
 		  . join(' ', map { "$_=$victim{$_}" } @COUNTERS);
 		for my $c (@COUNTERS)
 		{
 			cmp_ok($victim{$c}, '>=', $last->{$c},
-				"$what: totals got the victim's $c (>= the last value seen, $last->{$c})");
+				"$what: totals got the victim's $c (>= the last value seen, $last->{$c})"
+			);
 		}
 		cmp_ok($b1->{rekeys_sent} + $b1->{rekeys_received},
 			'>', 0, "$what: the bystander rotated keys during its COPY");
 
 		my $log = slurp_file($node->logfile, $log0);
-		unlike($log, qr/terminated by signal|PANIC|was terminated|TRAP:/,
+		unlike(
+			$log,
+			qr/terminated by signal|PANIC|was terminated|TRAP:/,
 			"$what: no crash in the log");
 		note "$what: log lines: "
 		  . join(' | ',
@@ -280,13 +313,16 @@ for my $tls (@TLS)
 		# touching the socket and without an error on its queue, which
 		# PostgreSQL logs as "SSL error: no SSL error reported": nothing
 		# was written.)
-		my $refused_unsent = openssl_at_least(4, 0)
+		my $refused_unsent =
+		  openssl_at_least(4, 0)
 		  ? qr/SSL error: no SSL error reported/
 		  : qr/(?!)/;
 		my @ssl_errors =
-		  grep { !/SSL error: unexpected eof while reading/ && !/$refused_unsent/ }
-		  ($log =~ /^.*SSL error.*$/mg);
-		is(join("\n", @ssl_errors), '', "$what: no \"SSL error\" line in the log");
+		  grep {
+			!/SSL error: unexpected eof while reading/ && !/$refused_unsent/
+		  } ($log =~ /^.*SSL error.*$/mg);
+		is(join("\n", @ssl_errors),
+			'', "$what: no \"SSL error\" line in the log");
 		$bys->quit;
 	}
 }
@@ -297,30 +333,46 @@ $mon->quit;
 	my $what = '(b) backend killed';
 	# a few TLS sessions with traffic, so that stale rows would show
 	my @sessions = map {
-		my $s = background_tls_psql($node,
-			tls_connstr($node, tls => ($_ % 2 ? '1.3' : '1.2'), application_name => "pre$_"));
+		my $s = background_tls_psql(
+			$node,
+			tls_connstr(
+				$node,
+				tls => ($_ % 2 ? '1.3' : '1.2'),
+				application_name => "pre$_"));
 		$s->query_safe("SELECT repeat('x', 100000)");
 		$s
 	} 1 .. 3;
 	my $victim_pid = $sessions[0]->query_safe('SELECT pg_backend_pid()');
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity'),
-		'3', "$what: 3 TLS sessions before the kill");
-	cmp_ok(totals_row($node)->{connections}, '>', 3, "$what: totals count earlier connections");
+	is( $node->safe_psql(
+			'postgres', 'SELECT count(*) FROM ssl_renegotiate_activity'),
+		'3',
+		"$what: 3 TLS sessions before the kill");
+	cmp_ok(totals_row($node)->{connections},
+		'>', 3, "$what: totals count earlier connections");
 	my $kill_time = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
 	my $log0 = log_pos();
-	ok(kill('KILL', $victim_pid), "$what: backend $victim_pid killed with SIGKILL");
-	$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log0);
+	ok(kill('KILL', $victim_pid),
+		"$what: backend $victim_pid killed with SIGKILL");
+	$node->wait_for_log(qr/all server processes terminated; reinitializing/,
+		$log0);
 	# poll only once it listens again: a psql that cannot connect exits
 	# before reading its query, and IPC::Run (PostgreSQL 19's harness) dies
 	# of the broken pipe
-	$node->wait_for_log(qr/reinitializing(?s:.*)database system is ready to accept connections/, $log0);
-	ok($node->poll_query_until('postgres', 'SELECT 1', '1'),
+	$node->wait_for_log(
+		qr/reinitializing(?s:.*)database system is ready to accept connections/,
+		$log0);
+	ok( $node->poll_query_until('postgres', 'SELECT 1', '1'),
 		"$what: the server accepts connections again");
 	my $log = slurp_file($node->logfile, $log0);
 	# "server process" before PostgreSQL 18, "client backend" since
-	like($log, qr/(?:server process|client backend) \(PID $victim_pid\) was terminated by signal 9/,
+	like(
+		$log,
+		qr/(?:server process|client backend) \(PID $victim_pid\) was terminated by signal 9/,
 		"$what: the postmaster saw the kill");
-	for my $s (@sessions) { eval { $s->quit; }; }
+	for my $s (@sessions)
+	{
+		eval { $s->quit; };
+	}
 
 	check_fresh($what, $kill_time);
 }
@@ -331,8 +383,10 @@ $mon->quit;
 	my $s = background_tls_psql($node, tls_connstr($node, tls => '1.3'));
 	$s->query_safe("SELECT repeat('x', 100000)");
 	$s->quit;
-	cmp_ok(totals_row($node)->{connections}, '>=', 2, "$what: totals count connections before");
-	my $restart_time = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+	cmp_ok(totals_row($node)->{connections},
+		'>=', 2, "$what: totals count connections before");
+	my $restart_time =
+	  $node->safe_psql('postgres', 'SELECT clock_timestamp()');
 	$node->stop('immediate');
 	$node->start;
 	check_fresh($what, $restart_time);
@@ -342,11 +396,16 @@ $mon->quit;
 sub check_fresh
 {
 	my ($what, $since) = @_;
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM ssl_renegotiate_activity'),
-		'0', "$what: no rows (no stale slots)");
+	is( $node->safe_psql(
+			'postgres', 'SELECT count(*) FROM ssl_renegotiate_activity'),
+		'0',
+		"$what: no rows (no stale slots)");
 	my $t = totals_row($node);
 	is_deeply(
-		[ map { $t->{$_} } 'connections', @COUNTERS, 'rekey_failures', 'terminations' ],
+		[
+			map { $t->{$_} } 'connections', @COUNTERS,
+			'rekey_failures', 'terminations'
+		],
 		[ (0) x (3 + @COUNTERS) ],
 		"$what: totals start over from zero");
 	is( $node->safe_psql(
@@ -359,7 +418,10 @@ sub check_fresh
 	my $pid = $s->query_safe('SELECT pg_backend_pid()');
 	$s->query_safe("SELECT repeat('y', 200000)");
 	is( $node->safe_psql(
-			'postgres', 'SELECT count(*) || \'/\' || count(*) FILTER (WHERE pid = ' . $pid . ') FROM ssl_renegotiate_activity'),
+			'postgres',
+			'SELECT count(*) || \'/\' || count(*) FILTER (WHERE pid = '
+			  . $pid
+			  . ') FROM ssl_renegotiate_activity'),
 		'1/1',
 		"$what: a new TLS session has the only row");
 	ok(wait_idle($node, $pid), "$what: new session idle");
@@ -368,7 +430,8 @@ sub check_fresh
 	is_deeply(
 		[ $row->{bytes_received}, $row->{bytes_sent} ],
 		[ $krcv, $ksent ],
-		"$what: its counts equal the kernel's ($row->{bytes_received} received, $row->{bytes_sent} sent)");
+		"$what: its counts equal the kernel's ($row->{bytes_received} received, $row->{bytes_sent} sent)"
+	);
 	my $t2 = totals_row($node);
 	is_deeply(
 		[ $t2->{connections}, $t2->{bytes_sent}, $t2->{bytes_received} ],
@@ -386,7 +449,8 @@ sub check_fresh
 	my $stats_reset0 = totals_row($node)->{stats_reset};
 	my $x = background_tls_psql($node, settings_connstr('1.3', 'copier'));
 	$x->set_query_timer_restart;
-	my $y = background_tls_psql($node, tls_connstr($node, tls => '1.3', application_name => 'idle'));
+	my $y = background_tls_psql($node,
+		tls_connstr($node, tls => '1.3', application_name => 'idle'));
 	my $xpid = $x->query_safe('SELECT pg_backend_pid()');
 	my $ypid = $y->query_safe('SELECT pg_backend_pid()');
 	$y->query_safe("SELECT repeat('z', 50000)");
@@ -398,27 +462,36 @@ sub check_fresh
 		"\\echo copy started\n\\copy dst FROM '$src_file'\n");
 	ok( $node->poll_query_until(
 			'postgres',
-			"SELECT wait_event = 'advisory' FROM pg_stat_activity WHERE pid = $xpid"),
+			"SELECT wait_event = 'advisory' FROM pg_stat_activity WHERE pid = $xpid"
+		),
 		"$what: the copying session is in the middle of its COPY FROM");
 	my $before = activity_row($node, $xpid);
 
 	$node->safe_psql('postgres', 'DROP EXTENSION ssl_renegotiate');
-	my ($rc, $out, $err) = $node->psql('postgres', 'SELECT * FROM ssl_renegotiate_activity');
+	my ($rc, $out, $err) =
+	  $node->psql('postgres', 'SELECT * FROM ssl_renegotiate_activity');
 	isnt($rc, 0, "$what: after DROP EXTENSION the view is gone");
 	is( $node->safe_psql(
-			'postgres', "SELECT state || '/' || wait_event FROM pg_stat_activity WHERE pid = $xpid"),
+			'postgres',
+			"SELECT state || '/' || wait_event FROM pg_stat_activity WHERE pid = $xpid"
+		),
 		'active/advisory',
 		"$what: the COPY is still running");
 	$node->safe_psql('postgres', 'CREATE EXTENSION ssl_renegotiate');
 
 	my $during = activity_row($node, $xpid);
-	ok($during, "$what: after CREATE EXTENSION the copying session has its row again");
-	cmp_ok($during->{bytes_received}, '>=', $before->{bytes_received},
+	ok($during,
+		"$what: after CREATE EXTENSION the copying session has its row again"
+	);
+	cmp_ok(
+		$during->{bytes_received},
+		'>=',
+		$before->{bytes_received},
 		"$what: ... with the bytes received before the DROP and since");
 	$mon->query_safe("SELECT pg_advisory_unlock($GATE)");
 	is($x->query_safe('SELECT 1'), '1', "$what: the COPY completed");
-	is($node->safe_psql('postgres', "$HASH dst x"), $src_hash,
-		"$what: the table is identical to the source");
+	is($node->safe_psql('postgres', "$HASH dst x"),
+		$src_hash, "$what: the table is identical to the source");
 
 	for my $p ([ 'copying', $xpid ], [ 'idle', $ypid ])
 	{
@@ -429,10 +502,12 @@ sub check_fresh
 		is_deeply(
 			[ $row->{bytes_received}, $row->{bytes_sent} ],
 			[ $krcv, $ksent ],
-			"$what: $name session's counts since its connection equal the kernel's");
+			"$what: $name session's counts since its connection equal the kernel's"
+		);
 	}
 	my $xrow = activity_row($node, $xpid);
-	cmp_ok($xrow->{bytes_received}, '>', $src_size, "$what: the whole COPY was counted");
+	cmp_ok($xrow->{bytes_received},
+		'>', $src_size, "$what: the whole COPY was counted");
 	cmp_ok($xrow->{rekeys_received}, '>=', 1, "$what: ... and its rekeys");
 	my $t = totals_row($node);
 	is($t->{stats_reset}, $stats_reset0, "$what: the totals were not reset");
@@ -446,7 +521,8 @@ $mon->quit;
 # -------------------------------------------------------------- the log
 my $log = slurp_file($node->logfile, $log_start);
 my @signals = $log =~ /(terminated by signal \d+)/g;
-is(scalar(@signals), 1, 'the only "terminated by signal" in the log is the kill of (b)');
+is(scalar(@signals), 1,
+	'the only "terminated by signal" in the log is the kill of (b)');
 unlike($log, qr/PANIC|TRAP:/, 'no PANIC or assertion failure in the log');
 
 $node->stop;

@@ -37,7 +37,9 @@ sub traffic
 {
 	for my $tls ('1.2', '1.3')
 	{
-		$node->safe_psql('postgres', "SELECT repeat('x', 50000)",
+		$node->safe_psql(
+			'postgres',
+			"SELECT repeat('x', 50000)",
 			connstr => tls_connstr($node, tls => $tls));
 	}
 	# psql leaves once it has sent its Terminate; its backend folds that
@@ -57,7 +59,8 @@ traffic();
 my $before = totals();
 cmp_ok($before->[0], '>=', 2, 'traffic before the restart is counted');
 $node->restart;
-is_deeply(totals(), $before, 'fast restart: the totals are kept, stats_reset too');
+is_deeply(totals(), $before,
+	'fast restart: the totals are kept, stats_reset too');
 ok(!-e $file, 'fast restart: the file is removed once read');
 
 traffic();
@@ -74,9 +77,12 @@ $node->stop('immediate');
 ok(!-e $file, 'immediate stop: nothing is written');
 $node->start;
 my $t = totals_row($node);
-is_deeply([ @{$t}{ @COLUMNS[ 0 .. 7 ] } ], [ (0) x 8 ],
+is_deeply(
+	[ @{$t}{ @COLUMNS[ 0 .. 7 ] } ],
+	[ (0) x 8 ],
 	'immediate stop and start: the totals start from zero');
-isnt($t->{stats_reset}, $reset0, 'immediate stop and start: a new stats_reset');
+isnt($t->{stats_reset}, $reset0,
+	'immediate stop and start: a new stats_reset');
 
 # 3. damaged files
 sub damaged
@@ -88,11 +94,14 @@ sub damaged
 	$damage->();
 	my $pos = -s $node->logfile;
 	$node->start;
-	like(slurp_file($node->logfile, $pos),
+	like(
+		slurp_file($node->logfile, $pos),
 		qr/LOG:  ssl_renegotiate: ignoring the totals saved in "pg_stat\/ssl_renegotiate\.stat": \Q$reason\E/,
 		"$what: ignored, with a LOG line that says so");
 	my $t = totals_row($node);
-	is_deeply([ @{$t}{ @COLUMNS[ 0 .. 7 ] } ], [ (0) x 8 ],
+	is_deeply(
+		[ @{$t}{ @COLUMNS[ 0 .. 7 ] } ],
+		[ (0) x 8 ],
 		"$what: the totals start from zero");
 	ok(!-e $file, "$what: the file is removed");
 	return;
@@ -113,7 +122,11 @@ sub rewrite
 	return;
 }
 
-damaged('truncated file', sub { rewrite(sub { substr($_[0], 0, 20) }) },
+damaged(
+	'truncated file',
+	sub {
+		rewrite(sub { substr($_[0], 0, 20) });
+	},
 	'it is not of the expected size');
 damaged(
 	'another format',
@@ -124,7 +137,12 @@ damaged(
 damaged(
 	'checksum mismatch',
 	sub {
-		rewrite(sub { my $d = shift; substr($d, 20, 1) = chr(ord(substr($d, 20, 1)) ^ 0xff); $d });
+		rewrite(
+			sub {
+				my $d = shift;
+				substr($d, 20, 1) = chr(ord(substr($d, 20, 1)) ^ 0xff);
+				$d;
+			});
 	},
 	'its checksum does not match');
 
@@ -137,7 +155,8 @@ sub crc32c
 	for my $byte (unpack('C*', $data))
 	{
 		$crc ^= $byte;
-		$crc = ($crc & 1) ? (($crc >> 1) ^ 0x82f63b78) : ($crc >> 1) for 1 .. 8;
+		$crc = ($crc & 1) ? (($crc >> 1) ^ 0x82f63b78) : ($crc >> 1)
+		  for 1 .. 8;
 	}
 	return $crc ^ 0xffffffff;
 }
@@ -155,9 +174,11 @@ rewrite(
 	});
 $node->start;
 is_deeply(totals(), $before, 'a format 1 file is read: the totals are kept');
-is($node->safe_psql('postgres',
+is( $node->safe_psql(
+		'postgres',
 		'SELECT count(*) FROM ssl_renegotiate_database_role_totals'),
-	'0', 'a format 1 file is read: no totals per database and role');
+	'0',
+	'a format 1 file is read: no totals per database and role');
 ok(!-e $file, 'a format 1 file is removed once read');
 
 is($node->safe_psql('postgres', 'SELECT 1', connstr => tls_connstr($node)),

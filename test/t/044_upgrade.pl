@@ -32,7 +32,8 @@ use Test::More;
 use JSON::PP ();
 use SslrTest;
 
-my $node = new_tls_node('upgrade', conf => "ssl_renegotiate.byte_limit = 0\n");
+my $node =
+  new_tls_node('upgrade', conf => "ssl_renegotiate.byte_limit = 0\n");
 $node->start;
 
 $node->safe_psql(
@@ -55,7 +56,9 @@ SELECT string_agg(line, E'\n' ORDER BY line) FROM (
   WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
     AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'ssl_renegotiate')) x};
 my $fresh_init_privs = $node->safe_psql('fresh', $init_privs_sql);
-like($fresh_init_privs, qr/view ssl_renegotiate_activity e \{[^}]*,=r\//,
+like(
+	$fresh_init_privs,
+	qr/view ssl_renegotiate_activity e \{[^}]*,=r\//,
 	'fresh: the initial privileges say PUBLIC may read the activity view');
 
 # The privileges a DBA cares about: both views, the function behind the
@@ -130,39 +133,53 @@ sub check_kept
 	my ($path, $before, $version) = @_;
 	$version //= '1.3';
 
-	is($node->safe_psql('postgres',
-			"SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate'"),
-		$version, "$path: at $version");
+	is( $node->safe_psql(
+			'postgres',
+			"SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate'"
+		),
+		$version,
+		"$path: at $version");
 	is(acls(), $before, "$path: relacl and proacl as before the update");
 	is($node->safe_psql('postgres', $init_privs_sql),
-		$fresh_init_privs, "$path: initial privileges as a fresh installation's");
+		$fresh_init_privs,
+		"$path: initial privileges as a fresh installation's");
 
 	my ($ret, $out, $err) = as_role('regress_monitor',
 		"SELECT count(*) FROM public.myview WHERE pid = $pid");
-	is("$ret $out", '0 1', "$path: the user's view works, for the monitoring role");
-	($ret, $out, $err) = as_role('regress_monitor',
-		'SELECT count(*) FROM public.mytotals');
+	is("$ret $out", '0 1',
+		"$path: the user's view works, for the monitoring role");
+	($ret, $out, $err) =
+	  as_role('regress_monitor', 'SELECT count(*) FROM public.mytotals');
 	is("$ret $out", '0 1', "$path: ... and the one on the totals");
 	($ret, $out, $err) = as_role('regress_reporter',
-		"SELECT byte_limit IS NULL FROM ssl_renegotiate_activity WHERE pid = $pid");
+		"SELECT byte_limit IS NULL FROM ssl_renegotiate_activity WHERE pid = $pid"
+	);
 	is("$ret $out", '0 t',
 		"$path: the role granted by the delegate reads 1.2's columns");
 	($ret, $out, $err) =
-	  as_role('regress_plain', 'SELECT count(*) FROM ssl_renegotiate_activity');
-	like($err, qr/permission denied for view ssl_renegotiate_activity/,
+	  as_role('regress_plain',
+		'SELECT count(*) FROM ssl_renegotiate_activity');
+	like(
+		$err,
+		qr/permission denied for view ssl_renegotiate_activity/,
 		"$path: the plain role is still refused the view");
 	($ret, $out, $err) =
 	  as_role('regress_plain', 'SELECT count(*) FROM public.myview');
-	like($err, qr/permission denied for function ssl_renegotiate_activity/,
+	like(
+		$err,
+		qr/permission denied for function ssl_renegotiate_activity/,
 		"$path: ... and our function, through the user's view");
 	($ret, $out, $err) =
 	  as_role('regress_plain', 'SELECT count(*) FROM ssl_renegotiate_totals');
-	like($err, qr/permission denied for view ssl_renegotiate_totals/,
+	like(
+		$err,
+		qr/permission denied for view ssl_renegotiate_totals/,
 		"$path: ... and the totals");
 
 	# pg_dump writes what the DBA changed, as against the initial privileges
 	my ($dump, $dump_err);
-	IPC::Run::run([ 'pg_dump', '--schema-only', '-d', $node->connstr('postgres') ],
+	IPC::Run::run(
+		[ 'pg_dump', '--schema-only', '-d', $node->connstr('postgres') ],
 		'>', \$dump, '2>', \$dump_err)
 	  or die "pg_dump failed: $dump_err";
 	like(
@@ -173,16 +190,21 @@ sub check_kept
 		$dump,
 		qr/GRANT ALL ON FUNCTION public\.ssl_renegotiate_activity\(pid integer, OUT [^)]*\) TO regress_monitor;/,
 		"$path: ... and grants it to the monitoring role");
-	like($dump, qr/REVOKE SELECT ON TABLE public\.ssl_renegotiate_activity FROM PUBLIC;/,
+	like(
+		$dump,
+		qr/REVOKE SELECT ON TABLE public\.ssl_renegotiate_activity FROM PUBLIC;/,
 		"$path: ... and revokes SELECT on the view");
 
 	# the open session reads its row with the version's columns (1.2's
 	# 30, 1.3's 31), still counting
-	my $row = JSON::PP::decode_json($s->query_safe(
-			"SELECT row_to_json(a) FROM ssl_renegotiate_activity a WHERE pid = $pid"));
+	my $row = JSON::PP::decode_json(
+		$s->query_safe(
+			"SELECT row_to_json(a) FROM ssl_renegotiate_activity a WHERE pid = $pid"
+		));
 	my $ncols = $version eq '1.2' ? 30 : 31;
-	is(scalar(keys %$row), $ncols, "$path: the open session reads $ncols columns");
-	ok(exists $row->{byte_limit} && !defined $row->{byte_limit},
+	is(scalar(keys %$row),
+		$ncols, "$path: the open session reads $ncols columns");
+	ok( exists $row->{byte_limit} && !defined $row->{byte_limit},
 		"$path: its byte_limit is off (NULL), as configured");
 	is($row->{tls12}, 'warn', "$path: its tls12 policy");
 	cmp_ok($row->{bytes_sent}, '>', $last_sent, "$path: counting went on");
@@ -192,20 +214,26 @@ sub check_kept
 sub fresh_start
 {
 	my ($version) = @_;
-	$node->safe_psql('postgres',
+	$node->safe_psql(
+		'postgres',
 		"DROP EXTENSION IF EXISTS ssl_renegotiate CASCADE;
 		 CREATE EXTENSION ssl_renegotiate VERSION '$version'");
 }
 
 # ---- 1.0 -> 1.2, by a plain UPDATE: the direct script
 fresh_start('1.0');
-my $row = JSON::PP::decode_json($s->query_safe(
-		"SELECT row_to_json(a) FROM ssl_renegotiate_activity a WHERE pid = $pid"));
-is(scalar(keys %$row), 23, '1.0: the session reads its own row of 23 columns');
+my $row = JSON::PP::decode_json(
+	$s->query_safe(
+		"SELECT row_to_json(a) FROM ssl_renegotiate_activity a WHERE pid = $pid"
+	));
+is(scalar(keys %$row), 23,
+	'1.0: the session reads its own row of 23 columns');
 $last_sent = $row->{bytes_sent};
 dba_changes();
 my $before = acls();
-like($before, qr/regress_reporter=X\/regress_delegate/,
+like(
+	$before,
+	qr/regress_reporter=X\/regress_delegate/,
 	'1.0: the delegate granted EXECUTE with its grant option');
 $node->safe_psql('postgres', 'ALTER EXTENSION ssl_renegotiate UPDATE');
 check_kept('1.0 -> 1.3', $before);
@@ -213,24 +241,32 @@ check_kept('1.0 -> 1.3', $before);
 # ---- 1.0 -> 1.1 -> 1.2: 1.0 -> 1.1 as released
 fresh_start('1.0');
 dba_changes();
-my ($ret, $out, $err) = $node->psql('postgres',
-	"ALTER EXTENSION ssl_renegotiate UPDATE TO '1.1'");
-like($err,
+my ($ret, $out, $err) =
+  $node->psql('postgres', "ALTER EXTENSION ssl_renegotiate UPDATE TO '1.1'");
+like(
+	$err,
 	qr/cannot drop view ssl_renegotiate_activity because other objects depend on it/,
 	'1.0 -> 1.1: fails on the user\'s view, as the README says');
 $node->safe_psql('postgres', 'DROP VIEW public.myview, public.mytotals');
-$node->safe_psql('postgres', "ALTER EXTENSION ssl_renegotiate UPDATE TO '1.1'");
+$node->safe_psql('postgres',
+	"ALTER EXTENSION ssl_renegotiate UPDATE TO '1.1'");
 my $reset = JSON::PP::decode_json(acls());
-ok((grep { /^=r\// } @{ $reset->{activity} }),
-	'1.0 -> 1.1: resets the activity view to PUBLIC SELECT, as the README says');
+ok( (grep { /^=r\// } @{ $reset->{activity} }),
+	'1.0 -> 1.1: resets the activity view to PUBLIC SELECT, as the README says'
+);
 ok(!defined $reset->{activity_function},
 	'1.0 -> 1.1: ... and its function to the default privileges');
-is((as_role('regress_plain', 'SELECT 1 FROM ssl_renegotiate_activity LIMIT 1'))[0],
-	0, '1.0 -> 1.1: the plain role reads the activity view again');
-like(JSON::PP::encode_json($reset->{totals}), qr/regress_monitor=r/,
+is( (   as_role(
+			'regress_plain', 'SELECT 1 FROM ssl_renegotiate_activity LIMIT 1')
+	)[0],
+	0,
+	'1.0 -> 1.1: the plain role reads the activity view again');
+like(JSON::PP::encode_json($reset->{totals}),
+	qr/regress_monitor=r/,
 	'1.0 -> 1.1: the totals view keeps its privileges');
 # the DBA does it again at 1.1, then updates
-$node->safe_psql('postgres', q{
+$node->safe_psql(
+	'postgres', q{
 REVOKE SELECT ON ssl_renegotiate_activity FROM PUBLIC;
 GRANT SELECT ON ssl_renegotiate_activity TO regress_monitor, regress_reporter;
 REVOKE EXECUTE ON FUNCTION ssl_renegotiate_activity() FROM PUBLIC;
@@ -242,24 +278,28 @@ RESET ROLE;
 });
 user_view();
 $before = acls();
-$node->safe_psql('postgres', "ALTER EXTENSION ssl_renegotiate UPDATE TO '1.2'");
+$node->safe_psql('postgres',
+	"ALTER EXTENSION ssl_renegotiate UPDATE TO '1.2'");
 check_kept('1.0 -> 1.1 -> 1.2', $before, '1.2');
 $node->safe_psql('postgres', 'ALTER EXTENSION ssl_renegotiate UPDATE');
 check_kept('1.0 -> 1.1 -> 1.2 -> 1.3', $before);
 
 # ---- 1.1 -> 1.2
 fresh_start('1.1');
-$row = JSON::PP::decode_json($s->query_safe(
-		"SELECT row_to_json(a) FROM ssl_renegotiate_activity a WHERE pid = $pid"));
-is(scalar(keys %$row), 26, '1.1: the session reads its own row of 26 columns');
+$row = JSON::PP::decode_json(
+	$s->query_safe(
+		"SELECT row_to_json(a) FROM ssl_renegotiate_activity a WHERE pid = $pid"
+	));
+is(scalar(keys %$row), 26,
+	'1.1: the session reads its own row of 26 columns');
 dba_changes();
 $before = acls();
 $node->safe_psql('postgres', 'ALTER EXTENSION ssl_renegotiate UPDATE');
 check_kept('1.1 -> 1.3', $before);
 
 # ssl_renegotiate_rekey still rotates the open session's keys
-is($s->query_safe("SELECT ssl_renegotiate_rekey($pid)"), 't',
-	'1.2: ssl_renegotiate_rekey on the open session');
+is($s->query_safe("SELECT ssl_renegotiate_rekey($pid)"),
+	't', '1.2: ssl_renegotiate_rekey on the open session');
 $s->query_safe('SELECT 1');
 my $after = activity_row($node, $pid);
 cmp_ok($after->{rekeys_sent}, '>=', 1, '1.2: its keys rotated');
@@ -268,11 +308,13 @@ $s->quit;
 # The new function's grants left no dependency on a role behind (the initial
 # privileges' own, which PostgreSQL 17 and later record): once its
 # privileges are revoked, the role can go.
-$node->safe_psql('postgres', q{
+$node->safe_psql(
+	'postgres', q{
 REVOKE ALL ON FUNCTION ssl_renegotiate_activity(integer) FROM regress_delegate CASCADE;
 REVOKE ALL ON ssl_renegotiate_activity, ssl_renegotiate_totals, public.myview FROM regress_reporter;
 });
 ($ret, $out, $err) = $node->psql('postgres', 'DROP ROLE regress_reporter');
-is("$ret $err", '0 ', 'a role granted EXECUTE on the new function can be dropped');
+is("$ret $err", '0 ',
+	'a role granted EXECUTE on the new function can be dropped');
 
 done_testing();

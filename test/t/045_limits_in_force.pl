@@ -31,7 +31,7 @@ use constant MB => 1024 * 1024;
 use constant GB => 1024 * MB;
 
 my $node = new_tls_node('limits',
-	conf => "ssl_renegotiate.byte_limit = '1MB'\n"
+		conf => "ssl_renegotiate.byte_limit = '1MB'\n"
 	  . "ssl_renegotiate.hard_limit = 0\n"
 	  . "ssl_renegotiate.interval = 0\n");
 $node->start;
@@ -52,6 +52,7 @@ $node->safe_psql('other', 'CREATE EXTENSION ssl_renegotiate');
 my $limits_sql = q{SELECT concat_ws(' ', coalesce(byte_limit::text, 'NULL'),
   coalesce(hard_limit::text, 'NULL'), coalesce(rekey_interval::text, 'NULL'),
   coalesce(tls12, 'NULL')) FROM ssl_renegotiate_activity WHERE pid = };
+
 sub limits_of
 {
 	my ($pid) = @_;
@@ -69,21 +70,31 @@ my $c_pid = $su->query_safe('SELECT pg_backend_pid()');
 my $superuser = $su->query_safe('SELECT current_user');
 
 # 1. role, database, role in database
-is(limits_of($a_pid), (2 * MB) . ' NULL 01:00:00 warn',
+is( limits_of($a_pid),
+	(2 * MB) . ' NULL 01:00:00 warn',
 	"alice's row: the role's byte_limit and interval, the file's others");
-is(limits_of($b_pid), (1 * MB) . ' ' . (3 * GB) . ' 00:30:00 renegotiate',
-	"bob's row in other: the database's hard_limit and tls12, bob-in-other's interval");
-is(limits_of($c_pid), (1 * MB) . ' NULL NULL warn', 'the superuser: the file\'s');
+is( limits_of($b_pid),
+	(1 * MB) . ' ' . (3 * GB) . ' 00:30:00 renegotiate',
+	"bob's row in other: the database's hard_limit and tls12, bob-in-other's interval"
+);
+is( limits_of($c_pid),
+	(1 * MB) . ' NULL NULL warn',
+	'the superuser: the file\'s');
 
 # 2. a session's own settings, in its own row
 my $own = $limits_sql . 'pg_backend_pid()';
 $su->query_safe('SET ssl_renegotiate.byte_limit = 0');
-is($su->query_safe($own), 'NULL NULL NULL warn', 'SET byte_limit = 0: NULL in its own row');
-is($node->safe_psql('postgres',
-		'SELECT string_agg(pid::text, \',\') FROM ssl_renegotiate_activity WHERE byte_limit IS NULL'),
-	$c_pid, 'WHERE byte_limit IS NULL finds that session, and only it');
+is( $su->query_safe($own),
+	'NULL NULL NULL warn',
+	'SET byte_limit = 0: NULL in its own row');
+is( $node->safe_psql(
+		'postgres',
+		'SELECT string_agg(pid::text, \',\') FROM ssl_renegotiate_activity WHERE byte_limit IS NULL'
+	),
+	$c_pid,
+	'WHERE byte_limit IS NULL finds that session, and only it');
 # the README's query
-is($node->safe_psql(
+is( $node->safe_psql(
 		'postgres', q{
 -- sessions running without byte-based rotation, or with no hard limit
 SELECT pid, usename, datname, byte_limit, hard_limit
@@ -91,23 +102,33 @@ FROM ssl_renegotiate_activity JOIN pg_stat_activity USING (pid)
 WHERE byte_limit IS NULL OR hard_limit IS NULL
 ORDER BY pid;
 }),
-	join("\n", map { $_->[1] } sort { $a->[0] <=> $b->[0] }
-		  ([ $a_pid, "$a_pid|alice|postgres|" . (2 * MB) . '|' ],
-		   [ $c_pid, "$c_pid|$superuser|postgres||" ])),
-	"the README's query: alice (no hard limit) and the session without byte_limit, not bob");
+	join(
+		"\n",
+		map { $_->[1] } sort { $a->[0] <=> $b->[0] } (
+			[ $a_pid, "$a_pid|alice|postgres|" . (2 * MB) . '|' ],
+			[ $c_pid, "$c_pid|$superuser|postgres||" ])),
+	"the README's query: alice (no hard limit) and the session without byte_limit, not bob"
+);
 $su->query_safe('BEGIN');
 $su->query_safe("SET LOCAL ssl_renegotiate.interval = '10min'");
-is($su->query_safe($own), 'NULL NULL 00:10:00 warn', 'SET LOCAL interval in its own row');
+is( $su->query_safe($own),
+	'NULL NULL 00:10:00 warn',
+	'SET LOCAL interval in its own row');
 $su->query_safe('COMMIT');
 is($su->query_safe($own), 'NULL NULL NULL warn', '... and gone after COMMIT');
 $su->query_safe('RESET ssl_renegotiate.byte_limit');
-is($su->query_safe($own), (1 * MB) . ' NULL NULL warn', 'RESET: the file\'s again');
+is( $su->query_safe($own),
+	(1 * MB) . ' NULL NULL warn',
+	'RESET: the file\'s again');
 
 # 4. visibility: bob may not see alice's row, and sees his own
-is($bob->query_safe(
-		"SELECT num_nulls(byte_limit, hard_limit, rekey_interval, tls12) FROM ssl_renegotiate_activity WHERE pid = $a_pid"),
-	4, "bob reads NULL for alice's limits");
-is($bob->query_safe($own), (1 * MB) . ' ' . (3 * GB) . ' 00:30:00 renegotiate',
+is( $bob->query_safe(
+		"SELECT num_nulls(byte_limit, hard_limit, rekey_interval, tls12) FROM ssl_renegotiate_activity WHERE pid = $a_pid"
+	),
+	4,
+	"bob reads NULL for alice's limits");
+is( $bob->query_safe($own),
+	(1 * MB) . ' ' . (3 * GB) . ' 00:30:00 renegotiate',
 	'bob reads his own');
 
 # 3. ALTER SYSTEM and a reload: at each session's next I/O
@@ -117,7 +138,8 @@ ALTER SYSTEM SET ssl_renegotiate.hard_limit = '4GB';
 ALTER SYSTEM SET ssl_renegotiate.byte_limit = '4MB';
 SELECT pg_reload_conf();
 });
-is(limits_of($a_pid), (2 * MB) . ' NULL 01:00:00 warn',
+is( limits_of($a_pid),
+	(2 * MB) . ' NULL 01:00:00 warn',
 	'an idle session keeps its values until its next I/O');
 
 # each session applies the reload before its next command
@@ -131,12 +153,18 @@ sub wait_for_setting
 	}
 	return 0;
 }
-ok(wait_for_setting($alice, 'ssl_renegotiate.hard_limit', '4GB'), 'alice got the reload');
-is(limits_of($a_pid), (2 * MB) . ' ' . (4 * GB) . ' 01:00:00 warn',
-	"alice's row: ALTER SYSTEM's hard_limit; her role's byte_limit still wins");
-ok(wait_for_setting($bob, 'ssl_renegotiate.byte_limit', '4MB'), 'bob got the reload');
-is(limits_of($b_pid), (4 * MB) . ' ' . (3 * GB) . ' 00:30:00 renegotiate',
-	"bob's row: ALTER SYSTEM's byte_limit; the database's hard_limit still wins");
+ok(wait_for_setting($alice, 'ssl_renegotiate.hard_limit', '4GB'),
+	'alice got the reload');
+is( limits_of($a_pid),
+	(2 * MB) . ' ' . (4 * GB) . ' 01:00:00 warn',
+	"alice's row: ALTER SYSTEM's hard_limit; her role's byte_limit still wins"
+);
+ok(wait_for_setting($bob, 'ssl_renegotiate.byte_limit', '4MB'),
+	'bob got the reload');
+is( limits_of($b_pid),
+	(4 * MB) . ' ' . (3 * GB) . ' 00:30:00 renegotiate',
+	"bob's row: ALTER SYSTEM's byte_limit; the database's hard_limit still wins"
+);
 
 $node->safe_psql(
 	'postgres', q{

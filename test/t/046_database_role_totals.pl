@@ -68,7 +68,11 @@ sub rows_as
 	return JSON::PP::decode_json($json);
 }
 
-sub info { return query_row_hash($node, 'SELECT * FROM ssl_renegotiate_database_role_totals_info'); }
+sub info
+{
+	return query_row_hash($node,
+		'SELECT * FROM ssl_renegotiate_database_role_totals_info');
+}
 
 sub wait_gone
 {
@@ -100,9 +104,9 @@ sub key_of { my ($db, $user) = @_; return "$db/$user"; }
 my @SESSIONS = (
 	[ 'regress_db1', 'regress_alice', 100_000 ],
 	[ 'regress_db1', 'regress_alice', 30_000 ],
-	[ 'regress_db1', 'regress_bob',   200_000 ],
+	[ 'regress_db1', 'regress_bob', 200_000 ],
 	[ 'regress_db2', 'regress_alice', 50_000 ],
-	[ 'regress_db2', 'regress_bob',   10_000 ],);
+	[ 'regress_db2', 'regress_bob', 10_000 ],);
 my (@s, %pids, %sum);
 for my $spec (@SESSIONS)
 {
@@ -121,12 +125,15 @@ for my $key (keys %pids)
 }
 
 my $super = rows_as('postgres');
-is_deeply([ sort keys %$super ], [ sort keys %sum ],
-	'live: a superuser sees one row per (database, role)')
-  or diag explain $super;
+is_deeply(
+	[ sort keys %$super ],
+	[ sort keys %sum ],
+	'live: a superuser sees one row per (database, role)'
+) or diag explain $super;
 for my $key (sort keys %sum)
 {
-	is($super->{$key}{$_}, $sum{$key}{$_}, "live: $key $_ == sum of its sessions")
+	is($super->{$key}{$_},
+		$sum{$key}{$_}, "live: $key $_ == sum of its sessions")
 	  for 'connections', @COUNTERS;
 }
 cmp_ok($super->{'regress_db1/regress_bob'}{bytes_sent},
@@ -140,8 +147,8 @@ is_deeply(
 	[ sort keys %{ rows_as('regress_bob') } ],
 	[ 'regress_db1/regress_bob', 'regress_db2/regress_bob' ],
 	'live: regress_bob sees the rows of his own sessions only');
-is_deeply(rows_as('regress_monitor'), $super,
-	'live: pg_read_all_stats sees what a superuser sees');
+is_deeply(rows_as('regress_monitor'),
+	$super, 'live: pg_read_all_stats sees what a superuser sees');
 
 # ---------------------------------------------------------------------
 # 2. exited sessions
@@ -154,34 +161,40 @@ for my $key (sort keys %sum)
 	my $n = $sum{$key}{connections};
 	my $r = $exited->{$key};
 	is($r->{connections}, $n, "exited: $key connections == $n");
-	is($r->{bytes_sent}, $sum{$key}{bytes_sent}, "exited: $key bytes_sent == sum");
-	is($r->{records_sent}, $sum{$key}{records_sent},
+	is( $r->{bytes_sent},
+		$sum{$key}{bytes_sent},
+		"exited: $key bytes_sent == sum");
+	is( $r->{records_sent},
+		$sum{$key}{records_sent},
 		"exited: $key records_sent == sum");
-	is($r->{bytes_received},
+	is( $r->{bytes_received},
 		$sum{$key}{bytes_received} + $n * TERMINATE_RECORD_TLS13,
 		"exited: $key bytes_received == sum + $n Terminate records");
-	is($r->{records_received}, $sum{$key}{records_received} + $n,
+	is( $r->{records_received},
+		$sum{$key}{records_received} + $n,
 		"exited: $key records_received == sum + $n");
 }
 is_deeply(
 	rows_as('regress_alice'),
 	{ map { $_ => $exited->{$_} } grep { m{/regress_alice$} } keys %$exited },
 	'exited: a plain role reads the rows of its own role only, whole');
-is_deeply(rows_as('regress_monitor'), $exited,
-	'exited: pg_read_all_stats reads every row');
+is_deeply(rows_as('regress_monitor'),
+	$exited, 'exited: pg_read_all_stats reads every row');
 
 # a physical walsender: no database
 $node->safe_psql('postgres', 'IDENTIFY_SYSTEM',
 	connstr => tls_connstr($node, tls => '1.3', replication => 'true'));
 $node->poll_query_until('postgres',
-	'SELECT EXISTS (SELECT 1 FROM ssl_renegotiate_database_role_totals WHERE dbid = 0)')
-  or die 'the walsender was not folded in';
+	'SELECT EXISTS (SELECT 1 FROM ssl_renegotiate_database_role_totals WHERE dbid = 0)'
+) or die 'the walsender was not folded in';
 my $walsender = query_row_hash($node,
 	'SELECT * FROM ssl_renegotiate_database_role_totals WHERE dbid = 0');
-ok(!defined $walsender->{datname} && $walsender->{usename} eq 'postgres'
-	  && $walsender->{connections} == 1 && $walsender->{bytes_sent} > 0,
-	'a physical walsender is counted under dbid 0, datname NULL')
-  or diag explain $walsender;
+ok( !defined $walsender->{datname}
+	  && $walsender->{usename} eq 'postgres'
+	  && $walsender->{connections} == 1
+	  && $walsender->{bytes_sent} > 0,
+	'a physical walsender is counted under dbid 0, datname NULL'
+) or diag explain $walsender;
 
 # ---------------------------------------------------------------------
 # 3. reset
@@ -190,16 +203,20 @@ my $db1 = $node->safe_psql('postgres',
 	q{SELECT oid FROM pg_database WHERE datname = 'regress_db1'});
 my $db2 = $node->safe_psql('postgres',
 	q{SELECT oid FROM pg_database WHERE datname = 'regress_db2'});
-$node->safe_psql('postgres', "SELECT ssl_renegotiate_reset_database_role_totals($db1)");
+$node->safe_psql('postgres',
+	"SELECT ssl_renegotiate_reset_database_role_totals($db1)");
 my $after = rows_as('postgres');
 for my $key ('regress_db1/regress_alice', 'regress_db1/regress_bob')
 {
-	is_deeply([ @{ $after->{$key} }{ 'connections', @COUNTERS } ],
-		[ (0) x 5 ], "reset of regress_db1: $key is zero");
-	ok($after->{$key}{stats_reset} gt $exited->{$key}{stats_reset},
+	is_deeply(
+		[ @{ $after->{$key} }{ 'connections', @COUNTERS } ],
+		[ (0) x 5 ],
+		"reset of regress_db1: $key is zero");
+	ok( $after->{$key}{stats_reset} gt $exited->{$key}{stats_reset},
 		"reset of regress_db1: $key has a new stats_reset");
 }
-is_deeply($after->{$_}, $exited->{$_}, "reset of regress_db1: $_ is untouched")
+is_deeply($after->{$_}, $exited->{$_},
+	"reset of regress_db1: $_ is untouched")
   for 'regress_db2/regress_alice', 'regress_db2/regress_bob';
 
 # a reset while a session of that (database, role) is live
@@ -210,36 +227,43 @@ is_deeply($after->{$_}, $exited->{$_}, "reset of regress_db1: $_ is untouched")
 	);
 	my $at_reset = activity_row($node, $pid);
 	my $r = rows_as('postgres')->{'regress_db2/regress_bob'};
-	is_deeply([ @{$r}{ 'connections', @COUNTERS } ],
-		[ (0) x 5 ], 'reset with a live session: the row is zero at once');
+	is_deeply(
+		[ @{$r}{ 'connections', @COUNTERS } ],
+		[ (0) x 5 ],
+		'reset with a live session: the row is zero at once');
 	$s->query_safe("SELECT repeat('y', 40000)");
 	ok(wait_idle($node, $pid), 'the live session idle again');
 	my $later = activity_row($node, $pid);
 	$r = rows_as('postgres')->{'regress_db2/regress_bob'};
-	is($r->{$_}, $later->{$_} - $at_reset->{$_},
-		"reset with a live session: $_ is what it did since")
-	  for @COUNTERS;
+	is( $r->{$_},
+		$later->{$_} - $at_reset->{$_},
+		"reset with a live session: $_ is what it did since") for @COUNTERS;
 	is($r->{connections}, 0,
 		'reset with a live session: the session is not counted again');
-	ok(!exists rows_as('regress_alice')->{'regress_db2/regress_bob'},
+	ok( !exists rows_as('regress_alice')->{'regress_db2/regress_bob'},
 		'reset with a live session: another plain role sees nothing of it');
 	$s->quit;
 	ok(wait_gone($pid), 'the session exited');
-	ok(!exists rows_as('regress_alice')->{'regress_db2/regress_bob'},
+	ok( !exists rows_as('regress_alice')->{'regress_db2/regress_bob'},
 		'after its exit: still nothing for another plain role');
 	$r = rows_as('regress_bob')->{'regress_db2/regress_bob'};
-	is($r->{bytes_sent}, $later->{bytes_sent} - $at_reset->{bytes_sent},
+	is( $r->{bytes_sent},
+		$later->{bytes_sent} - $at_reset->{bytes_sent},
 		'after its exit: its role reads its traffic since the reset');
 }
 
 my $info0 = info();
-$node->safe_psql('postgres', 'SELECT ssl_renegotiate_reset_database_role_totals()');
-is($node->safe_psql('postgres',
+$node->safe_psql('postgres',
+	'SELECT ssl_renegotiate_reset_database_role_totals()');
+is( $node->safe_psql(
+		'postgres',
 		'SELECT count(*) FROM ssl_renegotiate_database_role_totals'),
-	'0', 'full reset: no rows');
+	'0',
+	'full reset: no rows');
 my $info1 = info();
 is($info1->{evicted}, 0, 'full reset: evicted 0');
-ok($info1->{stats_reset} gt $info0->{stats_reset}, 'full reset: a new stats_reset');
+ok($info1->{stats_reset} gt $info0->{stats_reset},
+	'full reset: a new stats_reset');
 
 # ---------------------------------------------------------------------
 # 4. restarts
@@ -247,9 +271,10 @@ ok($info1->{stats_reset} gt $info0->{stats_reset}, 'full reset: a new stats_rese
 # four rows, of distinct sizes: db1/alice > db1/bob > db2/alice > db2/bob
 my @sizes = (
 	[ 'regress_db1', 'regress_alice', 400_000 ],
-	[ 'regress_db1', 'regress_bob',   300_000 ],
+	[ 'regress_db1', 'regress_bob', 300_000 ],
 	[ 'regress_db2', 'regress_alice', 200_000 ],
-	[ 'regress_db2', 'regress_bob',   100_000 ],);
+	[ 'regress_db2', 'regress_bob', 100_000 ],);
+
 sub four_rows
 {
 	my @p;
@@ -282,17 +307,20 @@ is_deeply(info(), $info1, 'fast restart: the info row is kept');
 
 $node->stop('immediate');
 $node->start;
-is($node->safe_psql('postgres',
+is( $node->safe_psql(
+		'postgres',
 		'SELECT count(*) FROM ssl_renegotiate_database_role_totals'),
-	'0', 'immediate stop and start: no rows');
-ok(info()->{stats_reset} gt $info1->{stats_reset},
+	'0',
+	'immediate stop and start: no rows');
+ok( info()->{stats_reset} gt $info1->{stats_reset},
 	'immediate stop and start: a new stats_reset');
 
 # ---------------------------------------------------------------------
 # 5. eviction
 # ---------------------------------------------------------------------
 four_rows();
-$node->append_conf('postgresql.conf', 'ssl_renegotiate.max_database_role_totals = 2');
+$node->append_conf('postgresql.conf',
+	'ssl_renegotiate.max_database_role_totals = 2');
 $node->restart;
 is_deeply(
 	[ sort keys %{ rows_as('postgres') } ],
@@ -310,9 +338,11 @@ is_deeply(
 	[ 'regress_db1/regress_alice', 'regress_db2/regress_bob' ],
 	'a new (database, role) evicts the row with the fewest bytes');
 is(info()->{evicted}, 3, 'the eviction is counted');
-is($node->safe_psql('postgres',
+is( $node->safe_psql(
+		'postgres',
 		'SELECT count(*) FROM ssl_renegotiate_database_role_totals'),
-	'2', 'the rows stay bounded by the setting');
+	'2',
+	'the rows stay bounded by the setting');
 
 $node->stop;
 done_testing();

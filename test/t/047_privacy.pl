@@ -61,7 +61,7 @@ use SslrTest;
 my $peer = build_hostile_peer();
 
 my $node = new_tls_node('privacy', conf => "max_connections = 20\n");
-my $hba  = $node->data_dir . '/pg_hba.conf';
+my $hba = $node->data_dir . '/pg_hba.conf';
 my $rest = slurp_file($hba);
 open(my $fh, '>', $hba) or die "cannot write $hba: $!";
 print $fh "hostssl all regress_victim 127.0.0.1/32 password\n", $rest;
@@ -105,7 +105,9 @@ sub plain_view
 # The totals as regress_monitor reads them, but stats_reset.
 sub monitor_totals
 {
-	my $t = query_row_hash($node, 'SELECT * FROM ssl_renegotiate_totals',
+	my $t = query_row_hash(
+		$node,
+		'SELECT * FROM ssl_renegotiate_totals',
 		connstr => $node->connstr('postgres') . ' user=regress_monitor');
 	delete $t->{stats_reset};
 	return $t;
@@ -123,14 +125,16 @@ sub monitor_settled
 {
 	my ($t0, $n) = @_;
 	my $want = $t0->{connections} + $n;
-	$node->poll_query_until('postgres',
+	$node->poll_query_until(
+		'postgres',
 		"SELECT connections = $want FROM ssl_renegotiate_totals",
-		't', connstr => $node->connstr('postgres') . ' user=regress_monitor')
-	  or return undef;
-	$node->poll_query_until('postgres',
+		't',
+		connstr => $node->connstr('postgres') . ' user=regress_monitor'
+	) or return undef;
+	$node->poll_query_until(
+		'postgres',
 		q{SELECT count(*) = 0 FROM ssl_renegotiate_activity
-		  WHERE usesysid = 'regress_victim'::regrole})
-	  or return undef;
+		  WHERE usesysid = 'regress_victim'::regrole}) or return undef;
 	return monitor_totals();
 }
 
@@ -140,17 +144,21 @@ sub monitor_settled
 sub matches_kernel
 {
 	my ($what, $t0, $t1, $r, $unseen_out) = @_;
-	like($r->{tcp_bytes_acked}, qr/^\d+$/, "$what: the client's kernel counts")
+	like($r->{tcp_bytes_acked}, qr/^\d+$/,
+		"$what: the client's kernel counts")
 	  or return;
 	is( delta($t0, $t1, 'bytes_received'),
 		$r->{tcp_bytes_acked} - 1 - SSL_REQUEST_CLIENT_BYTES,
 		"$what: pg_read_all_stats: bytes_received = what the client's kernel sent, less SYN and SSLRequest"
 	);
-	my $sent    = delta($t0, $t1, 'bytes_sent');
-	my $on_wire = $r->{tcp_bytes_received} - SSL_REQUEST_SERVER_BYTES - $unseen_out;
+	my $sent = delta($t0, $t1, 'bytes_sent');
+	my $on_wire =
+	  $r->{tcp_bytes_received} - SSL_REQUEST_SERVER_BYTES - $unseen_out;
 	ok( $sent == $on_wire - 1 || $sent == $on_wire,
 		"$what: pg_read_all_stats: bytes_sent = what the client's kernel received, less 'S' and the FIN if any"
-	) or diag("bytes_sent $sent, the client's kernel $r->{tcp_bytes_received}");
+	  )
+	  or
+	  diag("bytes_sent $sent, the client's kernel $r->{tcp_bytes_received}");
 	return;
 }
 
@@ -177,8 +185,9 @@ sub victim_login
 	my $r = run_hostile_peer(
 		$peer, $node,
 		args => [
-			'--user', 'regress_victim', '--wait-close',
-			'--password', $password, 'idle-then-query'
+			'--user', 'regress_victim',
+			'--wait-close', '--password',
+			$password, 'idle-then-query'
 		],
 		holds => {
 			map {
@@ -190,7 +199,9 @@ sub victim_login
 }
 
 my $view0 = plain_view();
-like($view0, qr/"totals" : \{"connections":null,"bytes_sent":null,/,
+like(
+	$view0,
+	qr/"totals" : \{"connections":null,"bytes_sent":null,/,
 	'the plain role reads the totals row with every counter NULL');
 
 # ---------------------------------------------------------------------
@@ -200,19 +211,22 @@ my %grew;
 for my $len (1, 8, 50)
 {
 	my $password = 'p' x $len;
-	my $m0       = monitor_totals();
+	my $m0 = monitor_totals();
 	my ($r, $seen) = victim_login($password, $password);
 	is($r->{result}, 'ok', "password of $len: the victim logged in");
 	is($seen->{$_}, $view0, "password of $len: plain view unchanged ($_)")
 	  for sort keys %$seen;
 	my $m1 = monitor_settled($m0, 1);
 	ok($m1, "password of $len: pg_read_all_stats counts the session");
-	is(plain_view(), $view0, "password of $len: plain view unchanged after the exit");
+	is(plain_view(), $view0,
+		"password of $len: plain view unchanged after the exit");
 	matches_kernel("password of $len", $m0, $m1, $r, CLOSE_NOTIFY_RECORD);
 	$grew{$len} = delta($m0, $m1, 'bytes_received');
 }
-is($grew{50} - $grew{8}, 42,
-	'pg_read_all_stats: the logins differ by the passwords\' lengths (50 - 8)');
+is( $grew{50} - $grew{8},
+	42,
+	'pg_read_all_stats: the logins differ by the passwords\' lengths (50 - 8)'
+);
 is($grew{8} - $grew{1}, 7, '... (8 - 1)');
 
 # ---------------------------------------------------------------------
@@ -223,11 +237,14 @@ for my $len (1, 19)
 	my $m0 = monitor_totals();
 	my ($r, $seen) = victim_login('w' x $len, 'the right one');
 	is($r->{result}, 'fatal', "wrong password of $len: the login failed");
-	is($seen->{password_requested}, $view0,
+	is($seen->{password_requested},
+		$view0,
 		"wrong password of $len: plain view unchanged while it waited");
 	my $m1 = monitor_settled($m0, 1);
-	is(plain_view(), $view0, "wrong password of $len: plain view unchanged after");
-	matches_kernel("wrong password of $len", $m0, $m1, $r, CLOSE_NOTIFY_RECORD);
+	is(plain_view(), $view0,
+		"wrong password of $len: plain view unchanged after");
+	matches_kernel("wrong password of $len",
+		$m0, $m1, $r, CLOSE_NOTIFY_RECORD);
 }
 
 # ---------------------------------------------------------------------
@@ -236,11 +253,15 @@ for my $len (1, 19)
 for my $len (5, 40)
 {
 	my $password = 'a' x $len;
-	my $m0       = monitor_totals();
-	$node->safe_psql('postgres', "ALTER ROLE regress_app PASSWORD '$password'",
+	my $m0 = monitor_totals();
+	$node->safe_psql(
+		'postgres',
+		"ALTER ROLE regress_app PASSWORD '$password'",
 		connstr => tls_connstr($node, tls => '1.3'));
 	$node->poll_query_until('postgres',
-		'SELECT connections = ' . ($m0->{connections} + 1) . ' FROM ssl_renegotiate_totals')
+			'SELECT connections = '
+		  . ($m0->{connections} + 1)
+		  . ' FROM ssl_renegotiate_totals')
 	  or die 'the admin session was not folded in';
 	is(plain_view(), $view0,
 		"admin session setting a password of $len: plain view unchanged");
@@ -257,8 +278,9 @@ for my $len (5, 40)
 	for (1 .. 6)
 	{
 		push @silent,
-		  IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $node->port)
-		  or die "cannot connect: $!";
+		  IO::Socket::INET->new(
+			PeerAddr => '127.0.0.1',
+			PeerPort => $node->port) or die "cannot connect: $!";
 	}
 	my @handshakes;
 	my $n = 24;
@@ -269,26 +291,37 @@ for my $len (5, 40)
 		  [
 			IPC::Run::start(
 				[
-					'openssl', 's_client', '-quiet', '-starttls', 'postgres',
-					'-connect', '127.0.0.1:' . $node->port
+					'openssl', 's_client',
+					'-quiet', '-starttls',
+					'postgres', '-connect',
+					'127.0.0.1:' . $node->port
 				],
-				'<', \$in, '>', \$out, '2>', \$err),
+				'<',
+				\$in,
+				'>',
+				\$out,
+				'2>',
+				\$err),
 			\$err
 		  ];
 	}
 	# every handshake done (the monitor counts each connection)
 	ok( $node->poll_query_until(
 			'postgres',
-			'SELECT connections >= ' . ($m0->{connections} + $n) . ' FROM ssl_renegotiate_totals',
+			'SELECT connections >= '
+			  . ($m0->{connections} + $n)
+			  . ' FROM ssl_renegotiate_totals',
 			't',
 			connstr => $node->connstr('postgres') . ' user=regress_monitor'),
 		"flood: pg_read_all_stats counts the $n handshakes");
 	my $m1 = monitor_totals();
 	my ($r, $seen) = victim_login('f' x 28, 'f' x 28);
 	is($r->{result}, 'ok', 'flood: the victim logged in');
-	is($seen->{$_}, $view0, "flood: plain view unchanged ($_)") for sort keys %$seen;
+	is($seen->{$_}, $view0, "flood: plain view unchanged ($_)")
+	  for sort keys %$seen;
 	my $m2 = monitor_settled($m1, 1);
-	is(plain_view(), $view0, 'flood: plain view unchanged after the victim left');
+	is(plain_view(), $view0,
+		'flood: plain view unchanged after the victim left');
 	matches_kernel('flood', $m1, $m2, $r, CLOSE_NOTIFY_RECORD);
 	close($_) for @silent;
 	$_->[0]->kill_kill for @handshakes;
@@ -301,7 +334,7 @@ for my $len (5, 40)
 	my $pid;
 	my $r = run_hostile_peer(
 		$peer, $node,
-		args  => [ '--no-startup', 'silence' ],
+		args => [ '--no-startup', 'silence' ],
 		holds => {
 			silent => sub {
 				$pid = backend_of_client_port($node, $_[0]->{client_port});
@@ -312,13 +345,17 @@ for my $len (5, 40)
 		'reset: a connection ended before its startup packet');
 	$node->safe_psql('postgres', 'SELECT ssl_renegotiate_reset()');
 	my $m0 = monitor_totals();
-	is_deeply([ @{$m0}{@COUNTERS} ], [ (0) x @COUNTERS ],
+	is_deeply(
+		[ @{$m0}{@COUNTERS} ],
+		[ (0) x @COUNTERS ],
 		'reset: pg_read_all_stats reads zero');
 	my ($v, $seen) = victim_login('r' x 28, 'r' x 28);
 	is($v->{result}, 'ok', 'reset: the victim logged in');
-	is($seen->{$_}, $view0, "reset: plain view unchanged ($_)") for sort keys %$seen;
+	is($seen->{$_}, $view0, "reset: plain view unchanged ($_)")
+	  for sort keys %$seen;
 	my $m1 = monitor_settled($m0, 1);
-	is(plain_view(), $view0, 'reset: plain view unchanged after the victim left');
+	is(plain_view(), $view0,
+		'reset: plain view unchanged after the victim left');
 	matches_kernel('reset', $m0, $m1, $v, CLOSE_NOTIFY_RECORD);
 }
 
@@ -326,8 +363,9 @@ for my $len (5, 40)
 # 6. a record header that claims 65,535 bytes
 # ---------------------------------------------------------------------
 {
-	my $m0   = monitor_totals();
-	my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $node->port)
+	my $m0 = monitor_totals();
+	my $sock =
+	  IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $node->port)
 	  or die "cannot connect: $!";
 	# SSLRequest: length 8, code 80877103
 	print $sock pack('NN', 8, 80877103);
@@ -343,11 +381,11 @@ for my $len (5, 40)
 	my $in = delta($m0, $m1, 'bytes_received');
 	note("the 6-byte header: bytes_received grew by $in, bytes_sent by "
 		  . delta($m0, $m1, 'bytes_sent'));
-	ok($in == 5 || $in == 6,
-		'header: bytes_received is what arrived (5 or 6 of the 6 bytes sent), not the length claimed')
-	  or diag("bytes_received grew by $in");
-	is(delta($m0, $m1, 'bytes_sent'), $got,
-		'header: bytes_sent is what the client received');
+	ok( $in == 5 || $in == 6,
+		'header: bytes_received is what arrived (5 or 6 of the 6 bytes sent), not the length claimed'
+	) or diag("bytes_received grew by $in");
+	is(delta($m0, $m1, 'bytes_sent'),
+		$got, 'header: bytes_sent is what the client received');
 	is(delta($m0, $m1, 'records_received'), 1, 'header: one record');
 	is(plain_view(), $view0, 'header: plain view unchanged');
 }
@@ -363,7 +401,8 @@ SKIP:
 	# the line of slots.c inside the change count, in sslr_slot_publish_request
 	my $src = dirname(__FILE__) . '/../../src/stats/slots.c';
 	my @lines = split /\n/, slurp_file($src);
-	my ($line) = grep { $lines[ $_ - 1 ] =~ /slot->stats\.requests_seen = seen;/ }
+	my ($line) =
+	  grep { $lines[ $_ - 1 ] =~ /slot->stats\.requests_seen = seen;/ }
 	  1 .. @lines;
 	die "no write of requests_seen in $src" unless $line;
 
@@ -371,12 +410,16 @@ SKIP:
 	# builds with -g; a build without it skips rather than waits.
 	my $so = $node->config_data('--pkglibdir') . '/ssl_renegotiate.so';
 	my ($info) = run_command(
-		[ 'gdb', '-q', '-nx', '-batch', '-ex', "info line slots.c:$line", $so ]);
+		[
+			'gdb', '-q', '-nx', '-batch', '-ex', "info line slots.c:$line",
+			$so
+		]);
 	skip "$so has no line table for slots.c (built without -g)", 7
 	  unless $info =~ /^Line $line of "[^"]*slots\.c"/m;
 
 	my ($vin, $vout, $verr) = ('', '', '');
-	my ($gin, $gout, $gerr) = ("set pagination off\nbreak slots.c:$line\ncontinue\n", '', '');
+	my ($gin, $gout, $gerr) =
+	  ("set pagination off\nbreak slots.c:$line\ncontinue\n", '', '');
 	my ($victim, $gdbh, $pid);
 	# Whatever happens below, gdb lets the backend go: a backend held by a
 	# gdb left behind would keep the server from stopping.
@@ -391,8 +434,7 @@ SKIP:
 	my $held = eval {
 		$victim = IPC::Run::start(
 			[ 'psql', '-X', '-At', '-d', tls_connstr($node, tls => '1.3') ],
-			'<', \$vin, '>', \$vout, '2>', \$verr,
-			IPC::Run::timeout(120));
+			'<', \$vin, '>', \$vout, '2>', \$verr, IPC::Run::timeout(120));
 		$vin .= "SELECT pg_backend_pid();\n";
 		$victim->pump until $vout =~ /^(\d+)$/m;
 		$pid = $1;
@@ -421,33 +463,43 @@ SKIP:
 		my ($out, $err) = ('', '');
 		my $ok = eval {
 			IPC::Run::run([ 'psql', '-X', '-At', '-d', $connstr, '-c', $sql ],
-				'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout($secs));
+				'<', \undef, '>', \$out, '2>', \$err,
+				IPC::Run::timeout($secs));
 		};
 		return ($ok, $out, $err);
 	};
 	my $unix = $node->connstr('postgres');
-	my ($ok) = $psql->("$unix user=regress_plain",
+	my ($ok) = $psql->(
+		"$unix user=regress_plain",
 		'SELECT connections IS NULL FROM ssl_renegotiate_totals', 60);
 	ok($ok, 'stopped: a plain role reads the totals');
-	($ok) = $psql->("$unix user=regress_monitor",
+	($ok) = $psql->(
+		"$unix user=regress_monitor",
 		'SELECT connections FROM ssl_renegotiate_totals', 60);
 	ok($ok, 'stopped: pg_read_all_stats reads the totals');
-	($ok) = $psql->("$unix user=regress_monitor",
+	($ok) = $psql->(
+		"$unix user=regress_monitor",
 		'SELECT count(*) FROM ssl_renegotiate_database_role_totals', 60);
-	ok($ok, 'stopped: pg_read_all_stats reads the totals per database and role');
-	my ($login, $out, $lerr) = $psql->(tls_connstr($node, tls => '1.3'), 'SELECT 1', 60);
+	ok($ok,
+		'stopped: pg_read_all_stats reads the totals per database and role');
+	my ($login, $out, $lerr) =
+	  $psql->(tls_connstr($node, tls => '1.3'), 'SELECT 1', 60);
 	ok($login && $out =~ /^1$/m, 'stopped: a new TLS login completes')
 	  or diag("psql: ok=" . ($login // 'undef') . " out=$out err=$lerr");
-	my (undef, undef, $err) = $psql->("$unix user=regress_monitor",
+	my (undef, undef, $err) = $psql->(
+		"$unix user=regress_monitor",
 		"SET statement_timeout = '2s'; SELECT count(*) FROM ssl_renegotiate_activity WHERE pid = $pid",
 		60);
-	like($err, qr/canceling statement due to statement timeout/,
+	like(
+		$err,
+		qr/canceling statement due to statement timeout/,
 		'stopped: a reader waiting for the slot can be cancelled');
 
 	$release->();
 	$vin .= "SELECT 'alive';\n\\q\n";
 	eval { $victim->finish; 1 } or $victim->kill_kill;
-	like($vout, qr/^alive$/m, 'stopped: the session carries on once released');
+	like($vout, qr/^alive$/m,
+		'stopped: the session carries on once released');
 }
 
 # ---------------------------------------------------------------------
@@ -456,39 +508,45 @@ SKIP:
 {
 	# A superuser session over the Unix socket (not counted) keeps the
 	# server up and reads as regress_plain and as regress_monitor.
-	my $s       = $node->background_psql('postgres');
+	my $s = $node->background_psql('postgres');
 	my $read_as = sub {
 		my ($role, $sql) = @_;
 		my $out = $s->query_safe("SET ROLE $role; $sql; RESET ROLE;");
 		return $out;
 	};
-	my $cols       = join ', ', @COUNTERS;
-	my $plain_sql  = "SELECT row_to_json(t) FROM (SELECT $cols FROM ssl_renegotiate_totals) t";
-	my $plain0     = $read_as->('regress_plain', $plain_sql);
+	my $cols = join ', ', @COUNTERS;
+	my $plain_sql =
+	  "SELECT row_to_json(t) FROM (SELECT $cols FROM ssl_renegotiate_totals) t";
+	my $plain0 = $read_as->('regress_plain', $plain_sql);
 	my $monitor_of = sub {
-		my $t = JSON::PP::decode_json($read_as->('regress_monitor',
-			'SELECT row_to_json(t) FROM (SELECT * FROM ssl_renegotiate_totals) t'));
+		my $t = JSON::PP::decode_json(
+			$read_as->(
+				'regress_monitor',
+				'SELECT row_to_json(t) FROM (SELECT * FROM ssl_renegotiate_totals) t'
+			));
 		delete $t->{stats_reset};
 		return $t;
 	};
 	my $m0 = $monitor_of->();
-	$node->command_ok([ 'pg_ctl', '-D', $node->data_dir, '-m', 'smart', '-W', 'stop' ],
+	$node->command_ok(
+		[ 'pg_ctl', '-D', $node->data_dir, '-m', 'smart', '-W', 'stop' ],
 		'dead end: a smart shutdown begins');
 
 	my ($held_plain, $held_monitor, $killed, $pid);
 	my $r = run_hostile_peer(
 		$peer, $node,
-		args  => [ '--no-startup', 'silence' ],
+		args => [ '--no-startup', 'silence' ],
 		holds => {
 			silent => sub {
-				$held_plain   = $read_as->('regress_plain', $plain_sql);
+				$held_plain = $read_as->('regress_plain', $plain_sql);
 				$held_monitor = $monitor_of->();
 				$pid = backend_of_client_port($node, $_[0]->{client_port});
 				$killed = defined $pid && kill('TERM', $pid);
 			}
 		});
 	ok($killed, 'dead end: the backend was found and signalled');
-	is($held_plain, $plain0, 'dead end: plain role: nothing while it was open');
+	is($held_plain, $plain0,
+		'dead end: plain role: nothing while it was open');
 	is(delta($m0, $held_monitor, 'connections'),
 		1, 'dead end: pg_read_all_stats sees it live');
 	ok($killed && wait_process_gone($pid), 'dead end: its backend is gone');
@@ -499,7 +557,8 @@ SKIP:
 	$node->stop('smart', fail_ok => 1);
 }
 
-unlike(slurp_file($node->logfile),
+unlike(
+	slurp_file($node->logfile),
 	qr/terminated by signal|server process .* was terminated/,
 	'no backend crashed');
 

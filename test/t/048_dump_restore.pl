@@ -78,10 +78,12 @@ sub sql_ok
 sub dba_grants
 {
 	my ($db, $version) = @_;
-	my $fn = $version lt '1.2'
+	my $fn =
+	  $version lt '1.2'
 	  ? 'ssl_renegotiate_activity()'
 	  : 'ssl_renegotiate_activity(integer)';
-	sql_ok($db, qq{
+	sql_ok(
+		$db, qq{
 REVOKE SELECT ON ssl_renegotiate_activity, ssl_renegotiate_totals FROM PUBLIC;
 GRANT SELECT ON ssl_renegotiate_activity, ssl_renegotiate_totals TO regress_monitor;
 REVOKE EXECUTE ON FUNCTION $fn, ssl_renegotiate_totals() FROM PUBLIC;
@@ -100,7 +102,8 @@ GRANT SELECT (pid, bytes_sent) ON ssl_renegotiate_activity TO regress_delegate;
 sub user_view_on_old_function
 {
 	my ($db) = @_;
-	sql_ok($db, q{
+	sql_ok(
+		$db, q{
 CREATE VIEW public.u_old AS SELECT pid, bytes_sent FROM ssl_renegotiate_activity();
 GRANT SELECT ON public.u_old TO regress_monitor;
 });
@@ -111,7 +114,8 @@ GRANT SELECT ON public.u_old TO regress_monitor;
 sub user_views
 {
 	my ($db) = @_;
-	sql_ok($db, q{
+	sql_ok(
+		$db, q{
 CREATE VIEW public.u_activity AS SELECT pid, bytes_sent FROM ssl_renegotiate_activity;
 GRANT SELECT ON public.u_activity TO regress_monitor, regress_plain;
 CREATE VIEW public.u_totals AS SELECT connections, bytes_sent FROM ssl_renegotiate_totals;
@@ -124,7 +128,8 @@ GRANT SELECT ON public.u_totals TO regress_monitor;
 sub user_view_on_role_totals
 {
 	my ($db) = @_;
-	sql_ok($db, q{
+	sql_ok(
+		$db, q{
 REVOKE SELECT ON ssl_renegotiate_database_role_totals FROM PUBLIC;
 GRANT SELECT ON ssl_renegotiate_database_role_totals TO regress_monitor;
 CREATE VIEW public.u_role_totals AS
@@ -157,7 +162,8 @@ sub dump_restore
 	my ($src, $dst) = @_;
 	my $file = "$dump_dir/$src.dump";
 	my ($out, $err) = ('', '');
-	IPC::Run::run([ 'pg_dump', '-Fc', '-f', $file, '-d', $node->connstr($src) ],
+	IPC::Run::run(
+		[ 'pg_dump', '-Fc', '-f', $file, '-d', $node->connstr($src) ],
 		'>', \$out, '2>', \$err);
 	die "pg_dump of $src failed: $err" if $? != 0;
 	$node->safe_psql('postgres', "CREATE DATABASE $dst");
@@ -208,45 +214,56 @@ sub check_path
 	user_view_on_role_totals($src) if $kept;
 	if ($kept)
 	{
-		like($notices,
+		like(
+			$notices,
 			qr/WARNING:  function ssl_renegotiate_activity\(\) is kept because other objects depend on it/,
-			"$path: the update to 1.2 keeps the old function, with a WARNING");
-		like($notices,
+			"$path: the update to 1.2 keeps the old function, with a WARNING"
+		);
+		like(
+			$notices,
 			qr/WARNING:  function ssl_renegotiate_activity\(\) is no longer part of the extension/,
 			"$path: the update to 1.3 hands it to the user, with a WARNING");
 	}
 	my $state = $node->safe_psql($src, $state_sql);
 	is($state, $kept ? '1.3 user' : '1.3 none', "$path: the source at 1.3");
 	my $acls = $node->safe_psql($src, $acl_sql);
-	like($acls, qr/regress_reporter=X\/regress_delegate/,
+	like(
+		$acls,
+		qr/regress_reporter=X\/regress_delegate/,
 		"$path: the source has the delegate's grant");
 
 	my ($rc, $err) = dump_restore($src, $dst);
 	is($rc, 0, "$path: pg_restore exits 0");
 	is($err, '', "$path: ... and writes nothing on stderr");
 
-	is($node->safe_psql($dst, $state_sql), $state,
+	is( $node->safe_psql($dst, $state_sql),
+		$state,
 		"$path: the restored extension at 1.3"
 		  . ($kept ? ', the old function the user\'s' : ''));
-	is($node->safe_psql($dst, $acl_sql), $acls,
-		"$path: relacl, attacl and proacl as in the source");
+	is($node->safe_psql($dst, $acl_sql),
+		$acls, "$path: relacl, attacl and proacl as in the source");
 	my @views = qw(u_activity u_totals u_role_totals);
 	push @views, 'u_old' if $kept;
 	for my $v (@views)
 	{
-		my ($ret, $out, $verr) = run_sql($dst, "SELECT count(*) > 0 FROM public.$v");
+		my ($ret, $out, $verr) =
+		  run_sql($dst, "SELECT count(*) > 0 FROM public.$v");
 		is("$ret $out", '0 t', "$path: the user's view $v returns rows");
 	}
 	# the privileges act: the monitoring role reads through the user's
 	# views, the plain role is refused our function through its view
 	my ($ret, $out, $verr) = run_sql($dst,
 		'SET ROLE regress_monitor; SELECT count(*) > 0 FROM public.u_activity'
-		  . ($kept ? ' UNION ALL SELECT count(*) > 0 FROM public.u_old' : ''));
-	is("$ret $out", $kept ? "0 t\nt" : '0 t',
+		  . ($kept ? ' UNION ALL SELECT count(*) > 0 FROM public.u_old' : '')
+	);
+	is( "$ret $out",
+		$kept ? "0 t\nt" : '0 t',
 		"$path: the monitoring role reads the restored views");
 	($ret, $out, $verr) = run_sql($dst,
 		'SET ROLE regress_plain; SELECT count(*) FROM public.u_activity');
-	like($verr, qr/permission denied for function ssl_renegotiate_activity/,
+	like(
+		$verr,
+		qr/permission denied for function ssl_renegotiate_activity/,
 		"$path: the plain role is still refused our function");
 	return;
 }
@@ -266,14 +283,19 @@ $node->safe_psql('postgres', 'CREATE DATABASE at12');
 sql_ok('at12', "CREATE EXTENSION ssl_renegotiate VERSION '1.0'");
 user_view_on_old_function('at12');
 sql_ok('at12', "ALTER EXTENSION ssl_renegotiate UPDATE TO '1.2'");
-is($node->safe_psql('at12', $state_sql), '1.2 member',
+is($node->safe_psql('at12', $state_sql),
+	'1.2 member',
 	'1.0 -> 1.2: the kept function is a member of the extension');
 my ($rc, $err) = dump_restore('at12', 'at12_restored');
 isnt($rc, 0, '1.0 -> 1.2: pg_restore of that dump fails');
-like($err, qr/function public\.ssl_renegotiate_activity\(\) does not exist/,
+like(
+	$err,
+	qr/function public\.ssl_renegotiate_activity\(\) does not exist/,
 	'1.0 -> 1.2: ... on the user\'s view of the old function');
-is($node->safe_psql('at12_restored', q{SELECT to_regclass('public.u_old') IS NULL}),
-	't', '1.0 -> 1.2: ... which the restored database lacks');
+is( $node->safe_psql(
+		'at12_restored', q{SELECT to_regclass('public.u_old') IS NULL}),
+	't',
+	'1.0 -> 1.2: ... which the restored database lacks');
 
 $s->quit;
 done_testing();

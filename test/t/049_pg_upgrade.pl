@@ -34,7 +34,7 @@
 use strict;
 use warnings FATAL => 'all';
 
-use Cwd ();
+use Cwd        ();
 use File::Copy ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -55,7 +55,9 @@ die "the extension is not installed in oldinstall=$oldinstall\n"
 
 # Both with data checksums (the default of initdb from 18 on, not before):
 # pg_upgrade wants the same on both sides.
-my $old = new_tls_node('old', install_path => $oldinstall,
+my $old = new_tls_node(
+	'old',
+	install_path => $oldinstall,
 	extra => ['--data-checksums']);
 my $new = new_tls_node('new', extra => ['--data-checksums']);
 my ($old_major) = $old->pg_version =~ /^(\d+)/;
@@ -94,12 +96,19 @@ GRANT SELECT ON public.u_totals TO regress_monitor;
 # Traffic: the superuser, the application role in its database, the
 # monitoring role in both, over TLS 1.2 and 1.3.
 my $i = 0;
-for my $who ([ 'postgres', undef ], [ 'app', 'regress_app' ],
-	[ 'app', 'regress_monitor' ], [ 'postgres', 'regress_monitor' ])
+for my $who (
+	[ 'postgres', undef ],
+	[ 'app', 'regress_app' ],
+	[ 'app', 'regress_monitor' ],
+	[ 'postgres', 'regress_monitor' ])
 {
 	my ($db, $user) = @$who;
-	$old->safe_psql($db, 'SELECT repeat(\'x\', ' . (20000 * ++$i) . ')',
-		connstr => tls_connstr($old, dbname => $db,
+	$old->safe_psql(
+		$db,
+		'SELECT repeat(\'x\', ' . (20000 * ++$i) . ')',
+		connstr => tls_connstr(
+			$old,
+			dbname => $db,
 			tls => ($i % 2 ? '1.2' : '1.3'),
 			(defined $user ? (user => $user) : ())));
 }
@@ -129,7 +138,8 @@ SELECT string_agg(line, E'\n' ORDER BY line COLLATE "C") FROM (
   FROM pg_db_role_setting s
        LEFT JOIN pg_database d ON d.oid = s.setdatabase
        LEFT JOIN pg_roles r ON r.oid = s.setrole) x};
-my $acl_sql = q{SELECT (SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate') || E'\n' || (}
+my $acl_sql =
+  q{SELECT (SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate') || E'\n' || (}
   . acl_lines_sql() . ')';
 
 my $totals = $old->safe_psql('postgres', $totals_sql);
@@ -137,8 +147,8 @@ my $role_totals = $old->safe_psql('postgres', $role_totals_sql);
 my $settings = $old->safe_psql('postgres', $settings_sql);
 my %acls = map { $_ => $old->safe_psql($_, $acl_sql) } ('postgres', 'app');
 like($totals, qr/^4\|/, "old ($old_major): 4 TLS connections in the totals");
-is(scalar(() = $role_totals =~ /\n/g) + 1, 4,
-	"old ($old_major): 4 rows per database and role");
+is(scalar(() = $role_totals =~ /\n/g) + 1,
+	4, "old ($old_major): 4 rows per database and role");
 like($acls{app}, qr/^1\.3\n/, "old ($old_major): the extension at 1.3");
 $old->stop;
 
@@ -149,12 +159,20 @@ chdir $work or die "chdir $work: $!";
 my ($ret, $stdout, $stderr) = (0, '', '');
 IPC::Run::run(
 	[
-		'pg_upgrade', '--no-sync', '--copy',
-		'-d', $old->data_dir, '-D', $new->data_dir,
-		'-b', "$oldinstall/bin", '-B', $new->config_data('--bindir'),
-		'-s', $new->host, '-p', $old->port, '-P', $new->port
+		'pg_upgrade', '--no-sync',
+		'--copy', '-d',
+		$old->data_dir, '-D',
+		$new->data_dir, '-b',
+		"$oldinstall/bin", '-B',
+		$new->config_data('--bindir'), '-s',
+		$new->host, '-p',
+		$old->port, '-P',
+		$new->port
 	],
-	'>', \$stdout, '2>', \$stderr);
+	'>',
+	\$stdout,
+	'2>',
+	\$stderr);
 $ret = $? >> 8;
 chdir $cwd or die "chdir $cwd: $!";
 is($ret, 0, "pg_upgrade $old_major -> $new_major exits 0")
@@ -164,7 +182,8 @@ is($ret, 0, "pg_upgrade $old_major -> $new_major exits 0")
 # written when it stopped the old server
 my $old_file = $old->data_dir . '/pg_stat/ssl_renegotiate.stat';
 my $new_file = $new->data_dir . '/pg_stat/ssl_renegotiate.stat';
-ok(-s $old_file, 'the old server wrote its totals when pg_upgrade stopped it');
+ok(-s $old_file,
+	'the old server wrote its totals when pg_upgrade stopped it');
 # docs/upgrading.md's step, after pg_upgrade and before the first start:
 #   cp OLD_PGDATA/pg_stat/ssl_renegotiate.stat NEW_PGDATA/pg_stat/
 File::Copy::copy($old_file, $new_file)
@@ -176,23 +195,31 @@ $new->start;
 # removed, the totals and each row per database and role the old
 # cluster's at shutdown
 my $log = slurp_file($new->logfile);
-unlike($log, qr/ignoring the totals saved/,
+unlike(
+	$log,
+	qr/ignoring the totals saved/,
 	"$new_major reads the file $old_major wrote, without complaint");
 ok(!-e $new_file, '... and removes it once read');
-is($new->safe_psql('postgres', $totals_sql), $totals,
-	"the totals (connections, bytes, records, rekeys, terminations, stats_reset) as $old_major had them at shutdown");
-is($new->safe_psql('postgres', $role_totals_sql), $role_totals,
-	'each row per database and role as the old cluster had it');
+is( $new->safe_psql('postgres', $totals_sql),
+	$totals,
+	"the totals (connections, bytes, records, rekeys, terminations, stats_reset) as $old_major had them at shutdown"
+);
+is($new->safe_psql('postgres', $role_totals_sql),
+	$role_totals, 'each row per database and role as the old cluster had it');
 
 # 2. the extension, its grants, the settings
 for my $db ('postgres', 'app')
 {
-	is($new->safe_psql($db, $acl_sql), $acls{$db},
-		"$db: the extension at 1.3, relacl, attacl and proacl as on $old_major");
+	is( $new->safe_psql($db, $acl_sql),
+		$acls{$db},
+		"$db: the extension at 1.3, relacl, attacl and proacl as on $old_major"
+	);
 }
-is($new->safe_psql('postgres', $settings_sql), $settings,
-	'pg_db_role_setting as on the old cluster');
-like($settings, qr/app regress_app \{ssl_renegotiate\.tls12=terminate\}/,
+is($new->safe_psql('postgres', $settings_sql),
+	$settings, 'pg_db_role_setting as on the old cluster');
+like(
+	$settings,
+	qr/app regress_app \{ssl_renegotiate\.tls12=terminate\}/,
 	'... the role in database setting among them');
 is( $new->safe_psql(
 		'app',

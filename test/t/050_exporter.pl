@@ -76,8 +76,7 @@ use SslrTest;
 my $EXPORTER = '/usr/bin/prometheus-postgres-exporter';
 my $PROMTOOL = '/usr/bin/promtool';
 my $PROMETHEUS = '/usr/bin/prometheus';
-my $MONITORING =
-  File::Spec->rel2abs(dirname(__FILE__) . '/../../monitoring');
+my $MONITORING = File::Spec->rel2abs(dirname(__FILE__) . '/../../monitoring');
 my $LIMIT = 65536;    # ssl_renegotiate.byte_limit = 64kB, in bytes
 
 # An interval of 1s of its own, in a connection's options (a superuser's):
@@ -86,12 +85,12 @@ my $own_interval = q{options='-c ssl_renegotiate.interval=1s'};
 
 # Installed by scripts/setup.sh (prometheus-postgres-exporter, prometheus):
 # never skipped.
--x $_ or die "$_ is missing: scripts/setup.sh installs it"
+-x $_
+  or die "$_ is missing: scripts/setup.sh installs it"
   for $EXPORTER, $PROMTOOL, $PROMETHEUS;
 
-my $node = new_tls_node(
-	'primary',
-	conf => "ssl_renegotiate.byte_limit = '64kB'\n"
+my $node = new_tls_node('primary',
+		conf => "ssl_renegotiate.byte_limit = '64kB'\n"
 	  . "ssl_renegotiate.hard_limit = '1GB'\n"
 	  . "ssl_renegotiate.tls12 = terminate\n");
 $node->start;
@@ -119,8 +118,10 @@ my $exporter_log =
 my $exporter;
 {
 	local $ENV{DATA_SOURCE_NAME} =
-	    'host=' . $node->host
-	  . ' port=' . $node->port
+		'host='
+	  . $node->host
+	  . ' port='
+	  . $node->port
 	  . ' user=regress_exporter dbname=postgres sslmode=disable';
 	$exporter = IPC::Run::start(
 		[
@@ -131,12 +132,17 @@ my $exporter;
 			'--no-collector.database',
 			'--no-collector.bgwriter',
 		],
-		'<', \undef, '>', $exporter_log, '2>&1');
+		'<',
+		\undef,
+		'>',
+		$exporter_log,
+		'2>&1');
 }
 END { $exporter->kill_kill(grace => 5) if $exporter; }
 
 # never through a proxy of the environment
-my $http = HTTP::Tiny->new(timeout => 30, proxy => undef, http_proxy => undef);
+my $http =
+  HTTP::Tiny->new(timeout => 30, proxy => undef, http_proxy => undef);
 
 # GET /metrics: a hashref "name{label=value,...}" => value (labels sorted,
 # without the exporter's "server" label, the same for every series), and
@@ -186,9 +192,12 @@ ok($up, 'the exporter answers on 127.0.0.1 and reaches the server')
 my $http_port2 = PostgreSQL::Test::Cluster::get_free_port();
 my $exporter2;
 {
-	my $dsn = 'port=' . $node->port . ' user=regress_exporter sslmode=disable';
+	my $dsn =
+	  'port=' . $node->port . ' user=regress_exporter sslmode=disable';
 	local $ENV{DATA_SOURCE_NAME} =
-	  'host=' . $node->host . " $dsn dbname=postgres,host=127.0.0.1 $dsn dbname=noext";
+		'host='
+	  . $node->host
+	  . " $dsn dbname=postgres,host=127.0.0.1 $dsn dbname=noext";
 	$exporter2 = IPC::Run::start(
 		[
 			$EXPORTER,
@@ -198,7 +207,9 @@ my $exporter2;
 			'--no-collector.database',
 			'--no-collector.bgwriter',
 		],
-		'<', \undef, '>',
+		'<',
+		\undef,
+		'>',
 		"$PostgreSQL::Test::Utils::log_path/050_exporter_second_exporter.log",
 		'2>&1');
 }
@@ -207,8 +218,8 @@ END { $exporter2->kill_kill(grace => 5) if $exporter2; }
 # Prometheus scrapes both every second and evaluates the recording rules
 # and the alert rules every second, its data in a directory of the test's.
 my $prom_port = PostgreSQL::Test::Cluster::get_free_port();
-my $prom_url  = "http://127.0.0.1:$prom_port";
-my $prom_dir  = PostgreSQL::Test::Utils::tempdir('prometheus');
+my $prom_url = "http://127.0.0.1:$prom_port";
+my $prom_dir = PostgreSQL::Test::Utils::tempdir('prometheus');
 my $prometheus;
 {
 	open my $fh, '>', "$prom_dir/prometheus.yml" or die $!;
@@ -233,7 +244,9 @@ EOCONF
 			"--storage.tsdb.path=$prom_dir/data",
 			"--web.listen-address=127.0.0.1:$prom_port",
 		],
-		'<', \undef, '>',
+		'<',
+		\undef,
+		'>',
 		"$PostgreSQL::Test::Utils::log_path/050_exporter_prometheus.log",
 		'2>&1');
 }
@@ -243,7 +256,10 @@ END { $prometheus->kill_kill(grace => 5) if $prometheus; }
 sub poll_until
 {
 	my ($check) = @_;
-	for (my $i = 0; $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
+	for (
+		my $i = 0;
+		$i < 10 * $PostgreSQL::Test::Utils::timeout_default;
+		$i++)
 	{
 		return 1 if $check->();
 		usleep(100_000);
@@ -255,8 +271,8 @@ sub poll_until
 sub prom_api
 {
 	my ($path, %params) = @_;
-	my $r = $http->get("$prom_url/api/v1/$path?"
-		  . $http->www_form_urlencode(\%params));
+	my $r = $http->get(
+		"$prom_url/api/v1/$path?" . $http->www_form_urlencode(\%params));
 	die "GET $path: $r->{status} $r->{reason}\n$r->{content}"
 	  unless $r->{success};
 	my $j = JSON::PP::decode_json($r->{content});
@@ -273,13 +289,16 @@ for (my $i = 0; $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
 	usleep(100_000);
 }
 ok($prom_ready, 'Prometheus answers on 127.0.0.1')
-  or diag(slurp_file("$PostgreSQL::Test::Utils::log_path/050_exporter_prometheus.log"));
+  or diag(
+	slurp_file(
+		"$PostgreSQL::Test::Utils::log_path/050_exporter_prometheus.log"));
 # and has scraped both exporters before any TLS traffic (its discovery
 # hands it the targets some 5 s after its start), so that its rates see
 # all of it
 ok( poll_until(
 		sub {
-			my $r = prom_api('query', query => 'count(up{job="postgres"} == 1) == 2');
+			my $r = prom_api('query',
+				query => 'count(up{job="postgres"} == 1) == 2');
 			return scalar @{ $r->{result} };
 		}),
 	'Prometheus: both exporters scraped before the traffic');
@@ -290,8 +309,9 @@ ok( poll_until(
 sub json_rows
 {
 	my ($sql) = @_;
-	return JSON::PP::decode_json($node->safe_psql('postgres',
-		"SELECT coalesce(json_agg(x), '[]') FROM ($sql) x"));
+	return JSON::PP::decode_json(
+		$node->safe_psql(
+			'postgres', "SELECT coalesce(json_agg(x), '[]') FROM ($sql) x"));
 }
 
 # The series the exporter must show, from the views and pg_settings.
@@ -299,8 +319,8 @@ sub expected
 {
 	my $t = totals_row($node);
 	my %e = (
-		pg_ssl_renegotiate_connections_total    => $t->{connections},
-		pg_ssl_renegotiate_terminations_total   => $t->{terminations},
+		pg_ssl_renegotiate_connections_total => $t->{connections},
+		pg_ssl_renegotiate_terminations_total => $t->{terminations},
 		pg_ssl_renegotiate_rekey_failures_total => $t->{rekey_failures},
 		pg_ssl_renegotiate_rekeys_skipped_total => $t->{rekeys_skipped},
 		pg_ssl_renegotiate_renegotiations_refused_total =>
@@ -314,13 +334,18 @@ sub expected
 	my $info = json_rows(
 		q{SELECT evicted, extract(epoch FROM stats_reset) AS stats_reset
 		  FROM ssl_renegotiate_database_role_totals_info})->[0];
-	$e{pg_ssl_renegotiate_database_role_totals_evicted_total} = $info->{evicted};
-	$e{pg_ssl_renegotiate_database_role_totals_stats_reset_timestamp_seconds} =
-	  $info->{stats_reset};
-	$e{ 'pg_ssl_renegotiate_extension_info{version='
-		  . $node->safe_psql('postgres',
-			q{SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate'})
-		  . '}' } = 1;
+	$e{pg_ssl_renegotiate_database_role_totals_evicted_total} =
+	  $info->{evicted};
+	$e{pg_ssl_renegotiate_database_role_totals_stats_reset_timestamp_seconds}
+	  = $info->{stats_reset};
+	$e{
+		'pg_ssl_renegotiate_extension_info{version='
+		  . $node->safe_psql(
+			'postgres',
+			q{SELECT extversion FROM pg_extension WHERE extname = 'ssl_renegotiate'}
+		  )
+		  . '}'
+	} = 1;
 	for my $dir ('sent', 'received')
 	{
 		$e{"pg_ssl_renegotiate_traffic_bytes_total{direction=$dir}"} =
@@ -367,9 +392,11 @@ sub expected
 		         r.rekey_requested, r.byte_limit, a.state, a.wait_event_type, r.version,
 		         extract(epoch FROM r.rekey_interval) AS interval_seconds,
 		         extract(epoch FROM now() - coalesce(r.last_rekey, a.backend_start)) AS key_age
-		  FROM ssl_renegotiate_activity r LEFT JOIN pg_stat_activity a USING (pid)});
+		  FROM ssl_renegotiate_activity r LEFT JOIN pg_stat_activity a USING (pid)}
+	);
 	my (%max, %over, %over_bytes, %past_bytes, %pending_bytes);
-	$max{$_} = $over{$_} = $over_bytes{$_} = $past_bytes{$_} = $pending_bytes{$_} = 0
+	$max{$_} = $over{$_} = $over_bytes{$_} = $past_bytes{$_} =
+	  $pending_bytes{$_} = 0
 	  for 'sent', 'received';
 	my $max_age = 0;
 	my ($pending, $requested, $past) = (0, 0, 0);
@@ -379,7 +406,8 @@ sub expected
 			 defined $r->{interval_seconds}
 		  && $r->{key_age} > $r->{interval_seconds}
 		  && ($r->{state} // '') eq 'active'
-		  && (!defined $r->{wait_event_type} || $r->{wait_event_type} eq 'Client');
+		  && (!defined $r->{wait_event_type}
+			|| $r->{wait_event_type} eq 'Client');
 		$past++ if $is_past;
 		for my $dir ('sent', 'received')
 		{
@@ -401,25 +429,29 @@ sub expected
 		}
 		$max_age = $r->{key_age}
 		  if defined $r->{key_age} && $r->{key_age} > $max_age;
-		$pending++   if $r->{rekey_pending};
+		$pending++ if $r->{rekey_pending};
 		$requested++ if $r->{rekey_requested};
 	}
 	for my $dir ('sent', 'received')
 	{
-		$e{"pg_ssl_renegotiate_current_key_max_bytes{direction=$dir}"} = $max{$dir};
-		$e{"pg_ssl_renegotiate_current_key_over_limit{direction=$dir}"} = $over{$dir};
-		$e{"pg_ssl_renegotiate_current_key_past_interval_bytes{direction=$dir}"} =
-		  $past_bytes{$dir};
-		$e{"pg_ssl_renegotiate_current_key_over_limit_bytes{direction=$dir}"} =
-		  $over_bytes{$dir};
-		$e{"pg_ssl_renegotiate_current_key_rekey_pending_bytes{direction=$dir}"} =
-		  $pending_bytes{$dir};
+		$e{"pg_ssl_renegotiate_current_key_max_bytes{direction=$dir}"} =
+		  $max{$dir};
+		$e{"pg_ssl_renegotiate_current_key_over_limit{direction=$dir}"} =
+		  $over{$dir};
+		$e{
+			"pg_ssl_renegotiate_current_key_past_interval_bytes{direction=$dir}"
+		} = $past_bytes{$dir};
+		$e{"pg_ssl_renegotiate_current_key_over_limit_bytes{direction=$dir}"}
+		  = $over_bytes{$dir};
+		$e{
+			"pg_ssl_renegotiate_current_key_rekey_pending_bytes{direction=$dir}"
+		} = $pending_bytes{$dir};
 	}
 	# moves with the clock: checked apart (check_scrape)
 	$e{pg_ssl_renegotiate_connections_max_key_age_seconds} = $max_age;
-	$e{pg_ssl_renegotiate_connections_rekey_pending}   = $pending;
+	$e{pg_ssl_renegotiate_connections_rekey_pending} = $pending;
 	$e{pg_ssl_renegotiate_connections_rekey_requested} = $requested;
-	$e{pg_ssl_renegotiate_connections_past_interval}   = $past;
+	$e{pg_ssl_renegotiate_connections_past_interval} = $past;
 
 	my %versions = ('TLSv1.2' => 0, 'TLSv1.3' => 0);
 	$versions{ $_->{version} }++
@@ -440,25 +472,31 @@ sub check_scrape
 	my $after = expected();
 	# the oldest key's age grows with the clock: between the two readings
 	my $age = 'pg_ssl_renegotiate_connections_max_key_age_seconds';
-	my ($age_before, $age_after) = (delete $before->{$age}, delete $after->{$age});
+	my ($age_before, $age_after) =
+	  (delete $before->{$age}, delete $after->{$age});
 	ok( defined $m->{$age}
-		  && ($age_before == 0 && $age_after == 0
+		  && (
+			  $age_before == 0 && $age_after == 0
 			? $m->{$age} == 0
-			: $m->{$age} >= $age_before - 0.001 && $m->{$age} <= $age_after + 0.001),
+			: $m->{$age} >= $age_before - 0.001
+			&& $m->{$age} <= $age_after + 0.001),
 		"$what: $age between the two readings ($age_before .. $age_after): "
 		  . ($m->{$age} // 'none'));
-	is_deeply($after, $before, "$what: the views did not move during the scrape");
+	is_deeply($after, $before,
+		"$what: the views did not move during the scrape");
 	note "$what: /metrics:\n"
 	  . join("\n", grep { /^pg_ssl_renegotiate_/ } split /\n/, $text);
 
 	is_deeply(
 		[ sort grep { /^pg_ssl_renegotiate_/ && $_ ne $age } keys %$m ],
 		[ sort keys %$after ],
-		"$what: the exporter shows every expected pg_ssl_renegotiate series, no other");
+		"$what: the exporter shows every expected pg_ssl_renegotiate series, no other"
+	);
 	for my $key (sort keys %$after)
 	{
 		next unless defined $m->{$key};
-		cmp_ok($m->{$key}, '==', $after->{$key}, "$what: $key = $after->{$key}");
+		cmp_ok($m->{$key}, '==', $after->{$key},
+			"$what: $key = $after->{$key}");
 	}
 	is($m->{pg_up}, 1, "$what: pg_up 1");
 	# the settings collector: the settings as the exporter's session sees
@@ -466,27 +504,36 @@ sub check_scrape
 	my %setting = map { $_->{name} => $_ } @{
 		json_rows(
 			q{SELECT name, setting, unit FROM pg_settings WHERE name LIKE 'ssl_renegotiate.%'}
-		) };
+		)
+	};
 	for my $name ('byte_limit', 'hard_limit')
 	{
 		my $s = $setting{"ssl_renegotiate.$name"};
 		die "unit of $name is $s->{unit}" unless $s->{unit} eq 'kB';
-		cmp_ok($m->{"pg_settings_ssl_renegotiate_${name}_bytes"},
-			'==', $s->{setting} * 1024,
-			"$what: pg_settings_ssl_renegotiate_${name}_bytes = $name in bytes");
+		cmp_ok(
+			$m->{"pg_settings_ssl_renegotiate_${name}_bytes"},
+			'==',
+			$s->{setting} * 1024,
+			"$what: pg_settings_ssl_renegotiate_${name}_bytes = $name in bytes"
+		);
 	}
 	my $interval = $setting{'ssl_renegotiate.interval'};
-	die "unit of interval is $interval->{unit}" unless $interval->{unit} eq 's';
-	is($m->{pg_settings_ssl_renegotiate_interval_seconds},
+	die "unit of interval is $interval->{unit}"
+	  unless $interval->{unit} eq 's';
+	is( $m->{pg_settings_ssl_renegotiate_interval_seconds},
 		$interval->{setting},
-		"$what: pg_settings_ssl_renegotiate_interval_seconds = interval in s");
+		"$what: pg_settings_ssl_renegotiate_interval_seconds = interval in s"
+	);
 	is($m->{pg_exporter_last_scrape_error},
 		0, "$what: no query failed (pg_exporter_last_scrape_error 0)");
 	my @load = grep { /^pg_exporter_user_queries_load_error\{/ } keys %$m;
 	is(scalar(@load), 1, "$what: one queries file");
-	like($load[0] // '', qr/filename=\Q$MONITORING\E\/queries\.yaml,/,
+	like(
+		$load[0] // '',
+		qr/filename=\Q$MONITORING\E\/queries\.yaml,/,
 		"$what: ... ours");
-	is($m->{ $load[0] // '' }, 0,
+	is( $m->{ $load[0] // '' },
+		0,
 		"$what: queries.yaml loaded (pg_exporter_user_queries_load_error 0)");
 	return ($m, $text);
 }
@@ -496,7 +543,8 @@ sub check_scrape
 # ---------------------------------------------------------------------
 my $copy_to = sub {
 	my ($rows) = @_;
-	return "\\copy (SELECT i, repeat('x', 1000) FROM generate_series(1, $rows) i) to '/dev/null'";
+	return
+	  "\\copy (SELECT i, repeat('x', 1000) FROM generate_series(1, $rows) i) to '/dev/null'";
 };
 
 # A: TLS 1.3, COPY TO of 2 MB: the server's key rotates every ~64 kB
@@ -519,8 +567,8 @@ ok(wait_idle($node, $warned_pid), 'W: idle after its COPY TO');
 		'postgres',
 		"SELECT pg_backend_pid();\n" . $copy_to->(200),
 		connstr => tls_connstr($node, tls => '1.2'),
-		stdout  => \$out,
-		stderr  => \$err);
+		stdout => \$out,
+		stderr => \$err);
 	isnt($ret, 0, 'T: psql failed');
 	like(
 		$err,
@@ -528,7 +576,8 @@ ok(wait_idle($node, $warned_pid), 'W: idle after its COPY TO');
 		'T: ended by the extension');
 	my ($t_pid) = $out =~ /^(\d+)$/m;
 	$node->poll_query_until('postgres',
-		'SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = ' . ($t_pid // 0))
+		'SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = '
+		  . ($t_pid // 0))
 	  or die 'T: backend did not exit';
 }
 
@@ -536,32 +585,41 @@ ok(wait_idle($node, $warned_pid), 'W: idle after its COPY TO');
 my $requested = background_tls_psql($node, tls_connstr($node, tls => '1.3'));
 my $requested_pid = $requested->query_safe('SELECT pg_backend_pid()');
 ok(wait_idle($node, $requested_pid), 'R: idle');
-is($node->safe_psql('postgres', "SELECT ssl_renegotiate_rekey($requested_pid)"),
-	't', 'R: ssl_renegotiate_rekey() accepted');
+is( $node->safe_psql(
+		'postgres', "SELECT ssl_renegotiate_rekey($requested_pid)"),
+	't',
+	'R: ssl_renegotiate_rekey() accepted');
 
 # P: TLS 1.3, COPY FROM STDIN with 300 kB sent and the copy left open
 my $P_ROWS = 300;
 my ($p_in, $p_out, $p_err) = ('', '', '');
 my $p = IPC::Run::start(
 	[
-		'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1',
+		'psql', '-XAtq', '-v',
+		'ON_ERROR_STOP=1',
 		'-d',
 		tls_connstr(
 			$node,
-			tls              => '1.3',
+			tls => '1.3',
 			application_name => 'copy_in',
-			extra            => $own_interval),
+			extra => $own_interval),
 		'-f', '-'
 	],
-	'<', \$p_in, '>', \$p_out, '2>', \$p_err,
+	'<',
+	\$p_in,
+	'>',
+	\$p_out,
+	'2>',
+	\$p_err,
 	IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
 $p_in .= "COPY copy_in FROM STDIN;\n";
 $p->pump while length $p_in;
 # (psql's output to a pipe is not flushed: ask the server for its pid)
-$node->poll_query_until('postgres',
+$node->poll_query_until(
+	'postgres',
 	q{SELECT count(*) = 1 FROM pg_stat_activity
-	  WHERE application_name = 'copy_in' AND query LIKE 'COPY copy_in FROM STDIN%'})
-  or die 'P: COPY FROM did not start';
+	  WHERE application_name = 'copy_in' AND query LIKE 'COPY copy_in FROM STDIN%'}
+) or die 'P: COPY FROM did not start';
 my $p_pid = $node->safe_psql('postgres',
 	q{SELECT pid FROM pg_stat_activity WHERE application_name = 'copy_in'});
 my $p_line = 'y' x 1000;
@@ -573,13 +631,17 @@ $p_in .= join('', map { sprintf("%03d\t%s\n", $_, $p_line) } 1 .. $P_ROWS);
 # arrived, its counters stay put, and it waits for the client's new key.
 {
 	my ($last, $settled) = ('', 0);
-	for (my $i = 0; $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
+	for (
+		my $i = 0;
+		$i < 10 * $PostgreSQL::Test::Utils::timeout_default;
+		$i++)
 	{
 		$p->pump_nb;
-		my $row  = activity_row($node, $p_pid);
+		my $row = activity_row($node, $p_pid);
 		my $sock = kernel_socket_info($node, $p_pid);
-		my $now  = join(' ', $row->{bytes_received}, $row->{bytes_sent},
-			$row->{rekey_pending} ? 1 : 0);
+		my $now = join(' ',
+			$row->{bytes_received},
+			$row->{bytes_sent}, $row->{rekey_pending} ? 1 : 0);
 		$settled =
 			 $row->{rekey_pending}
 		  && $row->{bytes_received} >= $p_bytes - 2 * 8192
@@ -602,20 +664,26 @@ my $s = IPC::Run::start(
 		'psql', '-XAtq', '-d',
 		tls_connstr(
 			$node,
-			tls              => '1.3',
+			tls => '1.3',
 			application_name => 'sleeper',
-			extra            => $own_interval),
-		'-c', 'SELECT pg_sleep(300)'
+			extra => $own_interval),
+		'-c',
+		'SELECT pg_sleep(300)'
 	],
-	'<', \undef, '>', \$s_out, '2>', \$s_err,
+	'<',
+	\undef,
+	'>',
+	\$s_out,
+	'2>',
+	\$s_err,
 	IPC::Run::timeout(2 * $PostgreSQL::Test::Utils::timeout_default));
 $node->poll_query_until(
 	'postgres', q{
 	SELECT a.wait_event = 'PgSleep' AND r.rekey_interval = '1s'
 	   AND now() - coalesce(r.last_rekey, a.backend_start) > '1s'
 	FROM ssl_renegotiate_activity r JOIN pg_stat_activity a USING (pid)
-	WHERE application_name = 'sleeper'})
-  or die 'S: not in pg_sleep past its interval';
+	WHERE application_name = 'sleeper'}
+) or die 'S: not in pg_sleep past its interval';
 my $s_pid = $node->safe_psql('postgres',
 	q{SELECT pid FROM pg_stat_activity WHERE application_name = 'sleeper'});
 
@@ -624,23 +692,30 @@ my $s_pid = $node->safe_psql('postgres',
 my ($c_in, $c_out, $c_err) = ('', '', '');
 my $c = IPC::Run::start(
 	[
-		'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1',
+		'psql', '-XAtq', '-v',
+		'ON_ERROR_STOP=1',
 		'-d',
 		tls_connstr(
 			$node,
-			tls              => '1.2',
-			user             => 'regress_copy_past',
+			tls => '1.2',
+			user => 'regress_copy_past',
 			application_name => 'copy_past'),
 		'-f', '-'
 	],
-	'<', \$c_in, '>', \$c_out, '2>', \$c_err,
+	'<',
+	\$c_in,
+	'>',
+	\$c_out,
+	'2>',
+	\$c_err,
 	IPC::Run::timeout(2 * $PostgreSQL::Test::Utils::timeout_default));
 $c_in .= "COPY copy_in FROM STDIN;\n";
 $c->pump while length $c_in;
-$node->poll_query_until('postgres',
+$node->poll_query_until(
+	'postgres',
 	q{SELECT count(*) = 1 FROM pg_stat_activity
-	  WHERE application_name = 'copy_past' AND query LIKE 'COPY copy_in FROM STDIN%'})
-  or die 'C: COPY FROM did not start';
+	  WHERE application_name = 'copy_past' AND query LIKE 'COPY copy_in FROM STDIN%'}
+) or die 'C: COPY FROM did not start';
 my $c_pid = $node->safe_psql('postgres',
 	q{SELECT pid FROM pg_stat_activity WHERE application_name = 'copy_past'});
 my $c_rows = 0;
@@ -658,16 +733,20 @@ sub feed_copy_past
 		$sent += length $line;
 	}
 	my $last = '';
-	for (my $i = 0; $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
+	for (
+		my $i = 0;
+		$i < 10 * $PostgreSQL::Test::Utils::timeout_default;
+		$i++)
 	{
 		$c->pump_nb;
-		my $row = query_row_hash($node,
+		my $row = query_row_hash(
+			$node,
 			qq{SELECT r.bytes_received, r.bytes_sent,
 			          now() - coalesce(r.last_rekey, a.backend_start) > r.rekey_interval AS past
 			   FROM ssl_renegotiate_activity r JOIN pg_stat_activity a USING (pid)
 			   WHERE pid = $c_pid});
 		my $sock = kernel_socket_info($node, $c_pid);
-		my $now  = "$row->{bytes_received} $row->{bytes_sent}";
+		my $now = "$row->{bytes_received} $row->{bytes_sent}";
 		return $row->{bytes_received}
 		  if $row->{past}
 		  && length($c_in) == 0
@@ -688,22 +767,29 @@ feed_copy_past(20);
 my ($m) = check_scrape('interval off');
 cmp_ok($m->{'pg_ssl_renegotiate_traffic_rekeys_total{direction=sent}'},
 	'>', 0, 'interval off: the COPY TO rotated the server\'s key');
-is($m->{pg_ssl_renegotiate_terminations_total}, 1, 'interval off: T counted as terminated');
+is($m->{pg_ssl_renegotiate_terminations_total},
+	1, 'interval off: T counted as terminated');
 cmp_ok($m->{pg_ssl_renegotiate_rekeys_skipped_total},
 	'>=', 1, 'interval off: W\'s skipped rotations counted');
-is($m->{pg_ssl_renegotiate_connections_total}, 7,
-	'interval off: 7 TLS connections, the exporter\'s own not among them');
-is($m->{pg_ssl_renegotiate_connections_rekey_pending}, 1, 'interval off: P pending');
+is($m->{pg_ssl_renegotiate_connections_total},
+	7, 'interval off: 7 TLS connections, the exporter\'s own not among them');
+is($m->{pg_ssl_renegotiate_connections_rekey_pending},
+	1, 'interval off: P pending');
 is($m->{pg_ssl_renegotiate_connections_rekey_requested},
 	1, 'interval off: R requested');
-is($m->{pg_ssl_renegotiate_connections_past_interval},
-	2, 'interval off: C and P, in COPYs past their own interval, counted; S, in pg_sleep past its own, not');
+is($m->{pg_ssl_renegotiate_connections_past_interval}, 2,
+	'interval off: C and P, in COPYs past their own interval, counted; S, in pg_sleep past its own, not'
+);
 my $c_before = activity_row($node, $c_pid)->{received_since_rekey};
-is($m->{'pg_ssl_renegotiate_current_key_past_interval_bytes{direction=received}'},
+is( $m->{
+		'pg_ssl_renegotiate_current_key_past_interval_bytes{direction=received}'
+	},
 	$c_before + activity_row($node, $p_pid)->{received_since_rekey},
-	'interval off: the bytes under keys past their interval are C\'s and P\'s');
-is($m->{'pg_ssl_renegotiate_current_key_over_limit{direction=received}'},
-	0, 'interval off: P\'s key, over 64kB but under its own 64kB + 64MiB, is not over its limit');
+	'interval off: the bytes under keys past their interval are C\'s and P\'s'
+);
+is($m->{'pg_ssl_renegotiate_current_key_over_limit{direction=received}'}, 0,
+	'interval off: P\'s key, over 64kB but under its own 64kB + 64MiB, is not over its limit'
+);
 cmp_ok($m->{'pg_ssl_renegotiate_current_key_max_bytes{direction=received}'},
 	'>', $LIMIT, 'interval off: P\'s key carried more than the limit');
 is($m->{'pg_ssl_renegotiate_tls_connections{version=TLSv1.3}'},
@@ -712,14 +798,26 @@ is($m->{'pg_ssl_renegotiate_tls_connections{version=TLSv1.2}'},
 	2, 'interval off: W and C on TLS 1.2');
 is($m->{pg_settings_ssl_renegotiate_byte_limit_bytes},
 	$LIMIT, 'interval off: the settings collector: byte_limit in bytes');
-is($m->{'pg_ssl_renegotiate_database_role_connections_total{datname=postgres,usename=postgres}'},
-	5, 'interval off: A, T, R, P and S under postgres/postgres');
-is($m->{'pg_ssl_renegotiate_database_role_connections_total{datname=postgres,usename=regress_tls12_warn}'},
-	1, 'interval off: W under its own role');
-is($m->{'pg_ssl_renegotiate_database_role_connections_total{datname=postgres,usename=regress_copy_past}'},
-	1, 'interval off: C under its own role');
-is($m->{'pg_ssl_renegotiate_database_role_terminations_total{datname=postgres,usename=postgres}'},
-	1, 'interval off: T terminated, under postgres/postgres');
+is( $m->{
+		'pg_ssl_renegotiate_database_role_connections_total{datname=postgres,usename=postgres}'
+	},
+	5,
+	'interval off: A, T, R, P and S under postgres/postgres');
+is( $m->{
+		'pg_ssl_renegotiate_database_role_connections_total{datname=postgres,usename=regress_tls12_warn}'
+	},
+	1,
+	'interval off: W under its own role');
+is( $m->{
+		'pg_ssl_renegotiate_database_role_connections_total{datname=postgres,usename=regress_copy_past}'
+	},
+	1,
+	'interval off: C under its own role');
+is( $m->{
+		'pg_ssl_renegotiate_database_role_terminations_total{datname=postgres,usename=postgres}'
+	},
+	1,
+	'interval off: T terminated, under postgres/postgres');
 
 # C moves 100 kB more under its old key: the bytes under keys past their
 # interval grow (what SslRenegotiateKeyPastInterval waits for); S's do not
@@ -727,9 +825,11 @@ my $C_MORE = 100;
 feed_copy_past($C_MORE);
 ($m) = check_scrape('C fed');
 cmp_ok(
-	$m->{'pg_ssl_renegotiate_current_key_past_interval_bytes{direction=received}'}
-	  - $c_before,
-	'>=', $C_MORE * 1005 - 2 * 8192,
+	$m->{
+		'pg_ssl_renegotiate_current_key_past_interval_bytes{direction=received}'
+	} - $c_before,
+	'>=',
+	$C_MORE * 1005 - 2 * 8192,
 	'C fed: the bytes under keys past their interval grew by what C sent');
 is($m->{pg_ssl_renegotiate_connections_past_interval},
 	2, 'C fed: C and P still counted, S still not');
@@ -763,13 +863,16 @@ is($m->{pg_ssl_renegotiate_connections_past_interval},
 #    connection's own interval in force (the idle ones have none yet)
 # ---------------------------------------------------------------------
 $node->safe_psql('postgres',
-	"ALTER SYSTEM SET ssl_renegotiate.interval = '1s'; SELECT pg_reload_conf()");
+	"ALTER SYSTEM SET ssl_renegotiate.interval = '1s'; SELECT pg_reload_conf()"
+);
 $node->poll_query_until('postgres',
 	q{SELECT current_setting('ssl_renegotiate.interval') = '1s'})
   or die 'the reload did not take';
 ($m) = check_scrape('interval 1s');
-is(activity_row($node, $copier_pid)->{rekey_interval},
-	undef, 'interval 1s: A, idle since before the reload, still enforces no interval');
+is( activity_row($node, $copier_pid)->{rekey_interval},
+	undef,
+	'interval 1s: A, idle since before the reload, still enforces no interval'
+);
 is($m->{pg_ssl_renegotiate_connections_past_interval},
 	2, 'interval 1s: C and P counted; S (pg_sleep) and idle A, R, W not');
 is($m->{pg_settings_ssl_renegotiate_interval_seconds},
@@ -791,7 +894,8 @@ poll_until(
 		$p->pump_nb;
 		return length($p_in) == 0
 		  && $node->safe_psql('postgres',
-			"SELECT state = 'idle' FROM pg_stat_activity WHERE pid = $p_pid") eq 't';
+			"SELECT state = 'idle' FROM pg_stat_activity WHERE pid = $p_pid")
+		  eq 't';
 	}) or die 'P: not idle after its COPY FROM';
 is($node->safe_psql('postgres', 'SELECT count(*) FROM copy_in'),
 	$P_ROWS, 'P: every row stored');
@@ -803,19 +907,27 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM copy_in'),
 	my ($m1) = check_scrape('P idle after its COPY FROM');
 	usleep(1_100_000);
 	my ($m2) = check_scrape('P still idle');
-	is($m2->{'pg_ssl_renegotiate_current_key_rekey_pending_bytes{direction=received}'},
-		$m1->{'pg_ssl_renegotiate_current_key_rekey_pending_bytes{direction=received}'},
+	is( $m2->{
+			'pg_ssl_renegotiate_current_key_rekey_pending_bytes{direction=received}'
+		},
+		$m1->{
+			'pg_ssl_renegotiate_current_key_rekey_pending_bytes{direction=received}'
+		},
 		'P still idle: the bytes under keys awaiting rotation did not grow');
 }
 $p->finish;
 is($p_err, '', 'P: COPY FROM completed without error');
 $c_in .= "\\.\n";
 $c->finish;
-is($node->safe_psql('postgres', 'SELECT count(*) FROM copy_in'),
-	$P_ROWS + $c_rows, 'C: every row stored');
+is( $node->safe_psql('postgres', 'SELECT count(*) FROM copy_in'),
+	$P_ROWS + $c_rows,
+	'C: every row stored');
 $node->safe_psql('postgres', "SELECT pg_cancel_backend($s_pid)");
 $s->finish;
-like($s_err, qr/canceling statement due to user request/, 'S: pg_sleep cancelled');
+like(
+	$s_err,
+	qr/canceling statement due to user request/,
+	'S: pg_sleep cancelled');
 $_->quit for $copier, $warned, $requested;
 $node->poll_query_until('postgres',
 	'SELECT count(*) = 0 FROM ssl_renegotiate_activity')
@@ -823,8 +935,13 @@ $node->poll_query_until('postgres',
 my $text;
 ($m, $text) = check_scrape('all ended');
 is($m->{pg_ssl_renegotiate_connections_total}, 7, 'all ended: 7 connections');
-cmp_ok($m->{'pg_ssl_renegotiate_database_role_traffic_bytes_total{datname=postgres,direction=sent,usename=postgres}'},
-	'>', 2_000_000, 'all ended: A\'s 2 MB COPY TO under postgres/postgres');
+cmp_ok(
+	$m->{
+		'pg_ssl_renegotiate_database_role_traffic_bytes_total{datname=postgres,direction=sent,usename=postgres}'
+	},
+	'>',
+	2_000_000,
+	'all ended: A\'s 2 MB COPY TO under postgres/postgres');
 is($m->{'pg_ssl_renegotiate_tls_connections{version=TLSv1.3}'},
 	0, 'all ended: no TLS 1.3 connection');
 
@@ -834,15 +951,17 @@ is($m->{'pg_ssl_renegotiate_tls_connections{version=TLSv1.3}'},
 my $inst1 = "127.0.0.1:$http_port";
 my $inst2 = "127.0.0.1:$http_port2";
 my $socket_server = $node->host . ':' . $node->port;
-my $tcp_server    = '127.0.0.1:' . $node->port;
+my $tcp_server = '127.0.0.1:' . $node->port;
 
 # Prometheus has scraped the state of now (no TLS session left) and
 # evaluated the rules on it
 ok( poll_until(
 		sub {
 			my $r = prom_api('query',
-				query => qq{pg_ssl_renegotiate_tls_connections{instance="$inst1",version="TLSv1.3"} == 0}
-				  . qq{ and on (instance, server) server:pg_ssl_renegotiate_connections:rate5m});
+				query =>
+				  qq{pg_ssl_renegotiate_tls_connections{instance="$inst1",version="TLSv1.3"} == 0}
+				  . qq{ and on (instance, server) server:pg_ssl_renegotiate_connections:rate5m}
+			);
 			return scalar @{ $r->{result} };
 		}),
 	'Prometheus: the last state scraped, the recording rules evaluated');
@@ -857,82 +976,137 @@ ok( poll_until(
 	my @rules = map { @{ $_->{rules} } } @{ prom_api('rules')->{groups} };
 	my $count_rules = sub {
 		my ($file) = @_;
-		my $n = () = slurp_file("$MONITORING/$file") =~ /^\s+- (?:record|alert):/mg;
+		my $n = () =
+		  slurp_file("$MONITORING/$file") =~ /^\s+- (?:record|alert):/mg;
 		return $n;
 	};
-	is(scalar(grep { $_->{type} eq 'recording' } @rules),
-		$count_rules->('recording.yml'), 'Prometheus: every recording rule loaded');
-	is(scalar(grep { $_->{type} eq 'alerting' } @rules),
-		$count_rules->('alerts.yml'), 'Prometheus: every alert rule loaded');
+	is( scalar(grep { $_->{type} eq 'recording' } @rules),
+		$count_rules->('recording.yml'),
+		'Prometheus: every recording rule loaded');
+	is( scalar(grep { $_->{type} eq 'alerting' } @rules),
+		$count_rules->('alerts.yml'),
+		'Prometheus: every alert rule loaded');
 	is_deeply(
-		[ map { "$_->{name}: $_->{health} $_->{lastError}" }
-			  grep { $_->{health} ne 'ok' } @rules ],
-		[], 'Prometheus: every rule evaluates without error');
+		[
+			map  { "$_->{name}: $_->{health} $_->{lastError}" }
+			grep { $_->{health} ne 'ok' } @rules
+		],
+		[],
+		'Prometheus: every rule evaluates without error');
 
 	# TLS traffic went through in the last minutes, and rotations
 	my $q = sub { prom_api('query', query => $_[0])->{result} };
-	ok( scalar @{ $q->(qq{server_direction:pg_ssl_renegotiate_traffic_bytes:rate5m{instance="$inst1",direction="sent"} > 0}) },
+	ok( scalar @{
+			$q->(
+				qq{server_direction:pg_ssl_renegotiate_traffic_bytes:rate5m{instance="$inst1",direction="sent"} > 0}
+			)
+		},
 		'Prometheus: TLS bytes sent per second, from the real traffic');
-	ok( scalar @{ $q->(qq{server_direction:pg_ssl_renegotiate_traffic_rekeys:rate5m{instance="$inst1",direction="sent"} > 0}) },
+	ok( scalar @{
+			$q->(
+				qq{server_direction:pg_ssl_renegotiate_traffic_rekeys:rate5m{instance="$inst1",direction="sent"} > 0}
+			)
+		},
 		'Prometheus: rotations of the server\'s key per second');
 	is_deeply(
-		[ sort map { "$_->{metric}{datname}/$_->{metric}{usename}" }
-			  @{ $q->(qq{server_datname_usename:pg_ssl_renegotiate_database_role_traffic_bytes:rate5m{instance="$inst1"}}) } ],
-		[ 'postgres/postgres', 'postgres/regress_copy_past', 'postgres/regress_tls12_warn' ],
+		[
+			sort map { "$_->{metric}{datname}/$_->{metric}{usename}" } @{
+				$q->(
+					qq{server_datname_usename:pg_ssl_renegotiate_database_role_traffic_bytes:rate5m{instance="$inst1"}}
+				)
+			}
+		],
+		[
+			'postgres/postgres', 'postgres/regress_copy_past',
+			'postgres/regress_tls12_warn'
+		],
 		'Prometheus: traffic per (database, role), each pair');
 
 	# The alerts: metrics missing for the one server without the
 	# extension, behind the exporter whose other server has them
 	my @alerts = @{ prom_api('alerts')->{alerts} };
 	is_deeply(
-		[ map { "$_->{labels}{instance} " . ($_->{labels}{server} // '-') }
-			  grep { $_->{labels}{alertname} eq 'SslRenegotiateMetricsMissing' } @alerts ],
-		[ "$inst2 $tcp_server" ],
-		'Prometheus: SslRenegotiateMetricsMissing for the server without the extension alone, next to a healthy one behind the same exporter');
-	is( $q->(qq{pg_ssl_renegotiate_library_preloaded{instance="$inst2",server="$tcp_server"}})->[0]{value}[1],
-		1, 'Prometheus: the server without the extension preloads the library');
-	is( scalar @{ $q->(qq{pg_ssl_renegotiate_extension_info{instance="$inst2",server="$tcp_server"}}) },
-		0, 'Prometheus: ... and has no pg_ssl_renegotiate_extension_info');
+		[
+			map { "$_->{labels}{instance} " . ($_->{labels}{server} // '-') }
+			  grep {
+				$_->{labels}{alertname} eq 'SslRenegotiateMetricsMissing'
+			  } @alerts
+		],
+		["$inst2 $tcp_server"],
+		'Prometheus: SslRenegotiateMetricsMissing for the server without the extension alone, next to a healthy one behind the same exporter'
+	);
+	is( $q->(
+			qq{pg_ssl_renegotiate_library_preloaded{instance="$inst2",server="$tcp_server"}}
+		)->[0]{value}[1],
+		1,
+		'Prometheus: the server without the extension preloads the library');
+	is( scalar @{
+			$q->(
+				qq{pg_ssl_renegotiate_extension_info{instance="$inst2",server="$tcp_server"}}
+			)
+		},
+		0,
+		'Prometheus: ... and has no pg_ssl_renegotiate_extension_info');
 }
 
 # The dashboard: importable JSON, its data source a variable, and every
 # panel's query answered by Prometheus with at least one series (the
 # variables $instance and $server at "All": .*)
 {
-	my $dash = JSON::PP::decode_json(slurp_file("$MONITORING/grafana-dashboard.json"));
+	my $dash =
+	  JSON::PP::decode_json(slurp_file("$MONITORING/grafana-dashboard.json"));
 	my @panels = grep { $_->{type} ne 'row' } @{ $dash->{panels} };
 	my @vars = @{ $dash->{templating}{list} };
-	is_deeply([ map { "$_->{name}:$_->{type}" } @vars ],
+	is_deeply(
+		[ map { "$_->{name}:$_->{type}" } @vars ],
 		[ 'datasource:datasource', 'instance:query', 'server:query' ],
 		'dashboard: variables datasource, instance, server');
 	is_deeply(
-		[ grep { !defined $_->{datasource} || $_->{datasource}{uid} ne '${datasource}' }
-			  @panels, map { @{ $_->{targets} } } @panels ],
-		[], 'dashboard: every panel and query reads the data source variable');
+		[
+			grep {
+				!defined $_->{datasource}
+				  || $_->{datasource}{uid} ne '${datasource}'
+			} @panels,
+			map { @{ $_->{targets} } } @panels
+		],
+		[],
+		'dashboard: every panel and query reads the data source variable');
 	my %ids;
 	$ids{ $_->{id} }++ for @{ $dash->{panels} };
 	is(scalar(grep { $_ > 1 } values %ids), 0, 'dashboard: panel ids unique');
-	cmp_ok(scalar(@panels), '>=', 10, 'dashboard: ' . scalar(@panels) . ' panels');
+	cmp_ok(scalar(@panels), '>=', 10,
+		'dashboard: ' . scalar(@panels) . ' panels');
 
-	my $subst = sub { (my $e = shift) =~ s/\$(?:\{)?(instance|server)(?:\})?/.*/g; $e };
+	my $subst =
+	  sub { (my $e = shift) =~ s/\$(?:\{)?(instance|server)(?:\})?/.*/g; $e };
 	for my $v (@vars[ 1 .. 2 ])
 	{
-		my ($match, $label) = $v->{query}{query} =~ /^label_values\((.*),\s*(\w+)\)$/
+		my ($match, $label) =
+		  $v->{query}{query} =~ /^label_values\((.*),\s*(\w+)\)$/
 		  or die "variable $v->{name}: $v->{query}{query}";
-		my $values = prom_api("label/$label/values", 'match[]' => $subst->($match));
-		my @want = $label eq 'instance' ? ($inst1, $inst2) : ($socket_server, $tcp_server);
-		is_deeply([ sort @$values ], [ sort @want ], "dashboard: variable $v->{name} lists @want");
+		my $values =
+		  prom_api("label/$label/values", 'match[]' => $subst->($match));
+		my @want =
+		  $label eq 'instance'
+		  ? ($inst1, $inst2)
+		  : ($socket_server, $tcp_server);
+		is_deeply(
+			[ sort @$values ],
+			[ sort @want ],
+			"dashboard: variable $v->{name} lists @want");
 	}
 	for my $p (@panels)
 	{
-		ok(scalar @{ $p->{targets} // [] }, "dashboard: panel \"$p->{title}\" has queries");
+		ok(scalar @{ $p->{targets} // [] },
+			"dashboard: panel \"$p->{title}\" has queries");
 		for my $t (@{ $p->{targets} })
 		{
 			my $expr = $subst->($t->{expr});
 			my $r = eval { prom_api('query', query => $expr)->{result} };
-			ok($r && @$r, "dashboard: \"$p->{title}\" $t->{refId}: "
-				  . scalar(@{ $r // [] }) . " series for $expr")
-			  or diag($@);
+			ok( $r && @$r,
+				"dashboard: \"$p->{title}\" $t->{refId}: "
+				  . scalar(@{ $r // [] })
+				  . " series for $expr") or diag($@);
 		}
 	}
 }
@@ -952,27 +1126,32 @@ sub promtool
 
 {
 	my $ours = join('',
-		map { "$_\n" } grep { /^(# (HELP|TYPE) )?pg_ssl_renegotiate_/ } split /\n/,
+		map    { "$_\n" }
+		  grep { /^(# (HELP|TYPE) )?pg_ssl_renegotiate_/ } split /\n/,
 		$text);
 	my ($ok, $out) = promtool($ours, 'check', 'metrics');
-	ok($ok && $out eq '',
-		'promtool check metrics: the pg_ssl_renegotiate series follow the naming conventions')
-	  or diag($out);
+	ok( $ok && $out eq '',
+		'promtool check metrics: the pg_ssl_renegotiate series follow the naming conventions'
+	) or diag($out);
 
 	($ok, $out) = promtool('', 'check', 'rules', "$MONITORING/alerts.yml");
-	ok($ok && $out =~ /SUCCESS: \d+ rules found/, 'promtool check rules: alerts.yml')
-	  or diag($out);
+	ok( $ok && $out =~ /SUCCESS: \d+ rules found/,
+		'promtool check rules: alerts.yml') or diag($out);
 
-	($ok, $out) = promtool('', 'test', 'rules', "$MONITORING/alerts_test.yml");
-	ok($ok && $out =~ /SUCCESS/, 'promtool test rules: alerts_test.yml passes')
+	($ok, $out) =
+	  promtool('', 'test', 'rules', "$MONITORING/alerts_test.yml");
+	ok($ok && $out =~ /SUCCESS/,
+		'promtool test rules: alerts_test.yml passes')
 	  or diag($out);
 
 	($ok, $out) = promtool('', 'check', 'rules', "$MONITORING/recording.yml");
-	ok($ok && $out =~ /SUCCESS: \d+ rules found/, 'promtool check rules: recording.yml')
-	  or diag($out);
+	ok( $ok && $out =~ /SUCCESS: \d+ rules found/,
+		'promtool check rules: recording.yml') or diag($out);
 
-	($ok, $out) = promtool('', 'test', 'rules', "$MONITORING/recording_test.yml");
-	ok($ok && $out =~ /SUCCESS/, 'promtool test rules: recording_test.yml passes')
+	($ok, $out) =
+	  promtool('', 'test', 'rules', "$MONITORING/recording_test.yml");
+	ok($ok && $out =~ /SUCCESS/,
+		'promtool test rules: recording_test.yml passes')
 	  or diag($out);
 }
 

@@ -54,7 +54,7 @@
 use strict;
 use warnings FATAL => 'all';
 
-use Digest::MD5 qw(md5_hex);
+use Digest::MD5    qw(md5_hex);
 use File::Basename qw(basename);
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
@@ -64,13 +64,14 @@ use Time::HiRes qw(usleep);
 use SslrTest;
 
 my $PGBOUNCER = $ENV{SSLR_PGBOUNCER} // '/usr/sbin/pgbouncer';
-plan skip_all => "pgbouncer is not installed: no $PGBOUNCER (Debian: pgbouncer)"
+plan skip_all =>
+  "pgbouncer is not installed: no $PGBOUNCER (Debian: pgbouncer)"
   unless -x $PGBOUNCER;
 
-my $LIMIT  = 64 * 1024;
-my $ROWS   = 40_000;    # COPY text of 4.3 MB
+my $LIMIT = 64 * 1024;
+my $ROWS = 40_000;             # COPY text of 4.3 MB
 my $FILLER = 70;
-my $BENCH_TX      = 40;        # transactions per pgbench client
+my $BENCH_TX = 40;             # transactions per pgbench client
 my $PAYLOAD_BYTES = 16_000;    # each way, per transaction
 # one pgbench client holds its server connection in session pooling; in
 # transaction pooling two share one
@@ -113,7 +114,7 @@ ALTER ROLE regress_renegotiated SET ssl_renegotiate.log_rekeys = on;
 # What COPY TO must deliver, and what COPY FROM sends: the same rows.
 my $copy_query =
   "SELECT i, md5(i::text) || repeat('x', $FILLER) FROM generate_series(1, $ROWS) i";
-my $copy_md5  = series_copy_md5($node, $ROWS, $FILLER);
+my $copy_md5 = series_copy_md5($node, $ROWS, $FILLER);
 my $copy_file = "$tmp/series.copy";
 $node->safe_psql('postgres', "\\copy ($copy_query) TO '$copy_file'");
 is(file_md5($copy_file), $copy_md5, 'reference COPY file written');
@@ -125,10 +126,11 @@ my $copy_send_bound =
 my $send_bound = send_key_bound($LIMIT, 5 + 2 + 4 + $PAYLOAD_BYTES);
 
 # The pgbench script: 16 kB up (a literal) and 16 kB down per transaction.
-my $payload = join '', map { chr(ord('a') + $_ % 26) } 0 .. $PAYLOAD_BYTES - 1;
+my $payload = join '',
+  map { chr(ord('a') + $_ % 26) } 0 .. $PAYLOAD_BYTES - 1;
 my $bench_script = "$tmp/bench.sql";
 PostgreSQL::Test::Utils::append_to_file($bench_script,
-	    "INSERT INTO bouncer_bench VALUES (:client_id, '$payload');\n"
+		"INSERT INTO bouncer_bench VALUES (:client_id, '$payload');\n"
 	  . "SELECT repeat(md5(:client_id::text), "
 	  . ($PAYLOAD_BYTES / 32)
 	  . ");\n");
@@ -149,20 +151,19 @@ sub start_pgbouncer
 {
 	my ($name, $protocol) = @_;
 	my $port = PostgreSQL::Test::Cluster::get_free_port();
-	my $dir  = "$tmp/$name";
+	my $dir = "$tmp/$name";
 	mkdir $dir or die "mkdir $dir: $!";
 	# auth_type = trust still wants each user listed
 	my $users = "$dir/userlist.txt";
 	PostgreSQL::Test::Utils::append_to_file($users,
 		join('', map { qq{"$_" ""\n} } 'postgres', @ROLES));
 	my $server = 'host=127.0.0.1 port=' . $node->port . ' dbname=postgres';
-	my $ini    = "$dir/pgbouncer.ini";
+	my $ini = "$dir/pgbouncer.ini";
 	# next to the server's log, kept (and shown by scripts/test.sh) when
 	# the test fails
 	(my $log = basename($0)) =~ s/\.pl$//;
 	$log = "$PostgreSQL::Test::Utils::log_path/${log}_pgbouncer_$name.log";
-	PostgreSQL::Test::Utils::append_to_file(
-		$ini, <<"EOINI");
+	PostgreSQL::Test::Utils::append_to_file($ini, <<"EOINI");
 [databases]
 session = $server pool_mode=session
 transaction = $server pool_mode=transaction
@@ -204,8 +205,8 @@ sub stop_pgbouncer
 	$b->{handle}->finish;
 	delete $pgbouncers{ $b->{port} };
 	$node->poll_query_until('postgres',
-		"SELECT count(*) = 0 FROM pg_stat_activity WHERE client_addr IS NOT NULL")
-	  or die 'server connections of pgbouncer remain';
+		"SELECT count(*) = 0 FROM pg_stat_activity WHERE client_addr IS NOT NULL"
+	) or die 'server connections of pgbouncer remain';
 	return;
 }
 
@@ -221,7 +222,8 @@ my $grease_off =
 sub bouncer_connstr
 {
 	my ($b, $db, $user, $app) = @_;
-	return "host=127.0.0.1 port=$b->{port} dbname=$db user=$user"
+	return
+		"host=127.0.0.1 port=$b->{port} dbname=$db user=$user"
 	  . ' sslmode=disable gssencmode=disable application_name='
 	  . ($app // 'psql')
 	  . $grease_off;
@@ -235,9 +237,15 @@ sub bouncer_psql
 	my $ok = IPC::Run::run(
 		[
 			'psql', '-XAq', '-P', 'footer=off', '-v', 'ON_ERROR_STOP=1',
-			'-d', bouncer_connstr($b, $db, $user, $app), '-c', $sql
+			'-d', bouncer_connstr($b, $db, $user, $app),
+			'-c', $sql
 		],
-		'<', \undef, '>', \$out, '2>', \$err,
+		'<',
+		\undef,
+		'>',
+		\$out,
+		'2>',
+		\$err,
 		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
 	chomp $out;
 	return ($ok, $out, $err);
@@ -253,7 +261,12 @@ sub bouncer_pgbench
 			'pgbench', '-n', '-c', $clients, '-t', $BENCH_TX,
 			'-f', $bench_script, bouncer_connstr($b, $db, $user, 'pgbench')
 		],
-		'<', \undef, '>', \$out, '2>', \$err,
+		'<',
+		\undef,
+		'>',
+		\$out,
+		'2>',
+		\$err,
 		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
 	return ($ok, $out, $err);
 }
@@ -300,9 +313,11 @@ sub pool_backend
 sub totals_delta
 {
 	my ($t0, $t1) = @_;
-	return { map { $_ => $t1->{$_} - $t0->{$_} }
+	return {
+		map { $_ => $t1->{$_} - $t0->{$_} }
 		  qw(connections bytes_sent bytes_received rekeys_sent rekeys_received
-		  rekey_failures rekeys_skipped terminations) };
+		  rekey_failures rekeys_skipped terminations)
+	};
 }
 
 sub summary
@@ -318,10 +333,11 @@ sub bench_rows
 	my ($label) = @_;
 	my ($rows, $intact) = split /\|/,
 	  $node->safe_psql('postgres',
-		"SELECT count(*), count(*) FILTER (WHERE md5(payload) = '"
+			"SELECT count(*), count(*) FILTER (WHERE md5(payload) = '"
 		  . md5_hex($payload)
 		  . "') FROM bouncer_bench");
-	is($intact, $rows, "$label: every stored pgbench row carries the whole payload");
+	is($intact, $rows,
+		"$label: every stored pgbench row carries the whole payload");
 	return $rows;
 }
 
@@ -344,9 +360,9 @@ sub run_pool
 	my ($b, $db, $user) = @_;
 	my %r = (db => $db, user => $user);
 	$node->safe_psql('postgres', 'TRUNCATE bouncer_in, bouncer_bench');
-	$r{log_pos}     = -s $node->logfile;
+	$r{log_pos} = -s $node->logfile;
 	$r{bouncer_pos} = -s $b->{log};
-	$r{totals0}     = totals_row($node);
+	$r{totals0} = totals_row($node);
 
 	$r{out_file} = "$tmp/out_$db.$user.$b->{port}";
 	@r{qw(to_ok to_out to_err)} = bouncer_psql($b, $db, $user,
@@ -361,9 +377,9 @@ sub run_pool
 	  $r{bench_out} =~ /number of transactions actually processed: (\d+)\//;
 	$r{bench_done} //= 0;
 
-	note "client error, COPY TO: $r{to_err}"     if $r{to_err} ne '';
+	note "client error, COPY TO: $r{to_err}" if $r{to_err} ne '';
 	note "client error, COPY FROM: $r{from_err}" if $r{from_err} ne '';
-	note "pgbench: $r{bench_err}"                if $r{bench_err} ne '';
+	note "pgbench: $r{bench_err}" if $r{bench_err} ne '';
 	return \%r;
 }
 
@@ -372,7 +388,7 @@ sub run_pool
 sub pool_logs
 {
 	my ($b, $r) = @_;
-	$r->{server_log}  = slurp_file($node->logfile, $r->{log_pos});
+	$r->{server_log} = slurp_file($node->logfile, $r->{log_pos});
 	$r->{bouncer_log} = slurp_file($b->{log}, $r->{bouncer_pos});
 	$r->{totals} = totals_delta($r->{totals0}, totals_row($node));
 	return $r->{totals};
@@ -382,8 +398,9 @@ sub pool_logs
 sub rotations
 {
 	my ($from, $to) = @_;
-	return sprintf('%d sent, %d received',
-		$to->{rekeys_sent} - ($from ? $from->{rekeys_sent} : 0),
+	return sprintf(
+		'%d sent, %d received',
+		$to->{rekeys_sent} -     ($from ? $from->{rekeys_sent}     : 0),
 		$to->{rekeys_received} - ($from ? $from->{rekeys_received} : 0));
 }
 
@@ -396,31 +413,40 @@ sub check_pool_works
 	my $clients = $BENCH_CLIENTS{$db};
 
 	ok($r->{to_ok}, "$label: COPY TO succeeds");
-	is(file_md5($r->{out_file}), $copy_md5, "$label: COPY TO data intact (md5)");
+	is(file_md5($r->{out_file}),
+		$copy_md5, "$label: COPY TO data intact (md5)");
 	ok($r->{from_ok}, "$label: COPY FROM succeeds");
-	is(table_copy_md5($node, 'bouncer_in'), "$ROWS " . file_md5($copy_file),
+	is( table_copy_md5($node, 'bouncer_in'),
+		"$ROWS " . file_md5($copy_file),
 		"$label: COPY FROM data intact (rows, md5)");
 	ok($r->{bench_ok}, "$label: pgbench succeeds");
-	is($r->{bench_done}, $clients * $BENCH_TX,
+	is( $r->{bench_done},
+		$clients * $BENCH_TX,
 		"$label: pgbench processed all $clients x $BENCH_TX transactions");
-	is(bench_rows($label), $clients * $BENCH_TX,
+	is( bench_rows($label),
+		$clients * $BENCH_TX,
 		"$label: one stored row per pgbench transaction");
 
 	my $pid = pool_backend($b, $db, $user, $label);
-	is(join(' ', map { $_ ? $_->{pid} : 'none' } @$r{qw(row_to row_from)}),
+	is( join(' ', map { $_ ? $_->{pid} : 'none' } @$r{qw(row_to row_from)}),
 		"$pid $pid",
-		"$label: COPY TO, COPY FROM and pgbench went over one server connection");
+		"$label: COPY TO, COPY FROM and pgbench went over one server connection"
+	);
 	my $row = activity_row($node, $pid);
-	my $d   = pool_logs($b, $r);
-	note "$label: server connection $pid: "
-	  . summary($row, qw(version cipher bytes_sent bytes_received rekeys_sent
+	my $d = pool_logs($b, $r);
+	note "$label: server connection $pid: " . summary(
+		$row, qw(version cipher bytes_sent bytes_received rekeys_sent
 		  rekeys_received rekey_failures rekeys_skipped max_sent_per_key
 		  max_received_per_key));
-	note "$label: rotations in COPY TO: " . rotations(undef, $r->{row_to})
-	  . '; in COPY FROM: ' . rotations($r->{row_to}, $r->{row_from})
-	  . '; in pgbench: ' . rotations($r->{row_from}, $row);
+	note "$label: rotations in COPY TO: "
+	  . rotations(undef, $r->{row_to})
+	  . '; in COPY FROM: '
+	  . rotations($r->{row_to}, $r->{row_from})
+	  . '; in pgbench: '
+	  . rotations($r->{row_from}, $row);
 	note "$label: totals grew by " . summary($d, sort keys %$d);
-	is($d->{connections}, 1, "$label: one TLS connection to the server in all");
+	is($d->{connections}, 1,
+		"$label: one TLS connection to the server in all");
 	unlike($r->{server_log}, qr/FATAL/, "$label: no FATAL in the server log");
 	return $row;
 }
@@ -438,8 +464,9 @@ sub check_pool_breaks
 	my $got = -e $r->{out_file} ? slurp_file($r->{out_file}) : '';
 	note "$label: COPY TO delivered "
 	  . length($got) . ' of '
-	  . length($copy_data) . ' bytes';
-	ok(length($got) < length($copy_data)
+	  . length($copy_data)
+	  . ' bytes';
+	ok( length($got) < length($copy_data)
 		  && substr($copy_data, 0, length($got)) eq $got,
 		"$label: what COPY TO delivered is a prefix of the data");
 	ok(!$r->{from_ok}, "$label: COPY FROM fails");
@@ -448,9 +475,13 @@ sub check_pool_breaks
 		qr/server closed the connection unexpectedly/,
 		"$label: COPY FROM: the client sees its connection closed");
 	ok(!$r->{bench_ok}, "$label: pgbench fails");
-	like($r->{bench_err}, qr/client \d+ script \d+ aborted/,
+	like(
+		$r->{bench_err},
+		qr/client \d+ script \d+ aborted/,
 		"$label: pgbench clients aborted");
-	cmp_ok($r->{bench_done}, '<', $clients * $BENCH_TX,
+	cmp_ok(
+		$r->{bench_done}, '<',
+		$clients * $BENCH_TX,
 		"$label: pgbench did not finish its transactions");
 
 	# A backend may still be reading what pgbouncer had sent before it
@@ -458,7 +489,8 @@ sub check_pool_breaks
 	# when it reaches the end.
 	ok( $node->poll_query_until(
 			'postgres',
-			"SELECT count(*) = 0 FROM pg_stat_activity WHERE usename = '$user'"),
+			"SELECT count(*) = 0 FROM pg_stat_activity WHERE usename = '$user'"
+		),
 		"$label: every server connection of the role has ended");
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM bouncer_in'),
 		0, "$label: nothing of the COPY FROM committed");
@@ -474,8 +506,9 @@ sub check_pool_breaks
 	# each connection's last word: a FATAL, or, where one of PostgreSQL's
 	# own writes met the closed connection first, our LOG at exit
 	my %fatal = map { $_->{pid} => $_->{text} }
-	  grep { $_->{level} eq 'FATAL' || $_->{text} =~ /^$lost_in_renegotiation/ }
-	  log_entries($r->{server_log});
+	  grep {
+		$_->{level} eq 'FATAL' || $_->{text} =~ /^$lost_in_renegotiation/
+	  } log_entries($r->{server_log});
 	return ($d, \%fatal);
 }
 
@@ -516,19 +549,25 @@ sub log_lines
 		for my $user (@ROLES)
 		{
 			my $label = "TLS 1.3 $db pool, $user";
-			my $r     = run_pool($b, $db, $user);
-			my $row   = check_pool_works($b, $label, $r);
-			is($row->{version}, 'TLSv1.3', "$label: server connection on TLS 1.3");
+			my $r = run_pool($b, $db, $user);
+			my $row = check_pool_works($b, $label, $r);
+			is($row->{version}, 'TLSv1.3',
+				"$label: server connection on TLS 1.3");
 			my $to = $r->{row_to};
 			cmp_ok($to->{max_sent_per_key}, '<=', $copy_send_bound,
-				"$label: COPY TO: no server key carried more than $copy_send_bound bytes");
+				"$label: COPY TO: no server key carried more than $copy_send_bound bytes"
+			);
 			my $min_rotations = int($to->{bytes_sent} / $copy_send_bound) - 1;
 			cmp_ok($to->{rekeys_sent}, '>=', $min_rotations,
-				"$label: COPY TO: so at least $min_rotations rotations of the server's key");
+				"$label: COPY TO: so at least $min_rotations rotations of the server's key"
+			);
 			cmp_ok($row->{max_sent_per_key}, '<=', $send_bound,
-				"$label: no server key carried more than $send_bound bytes in all");
-			cmp_ok($row->{rekeys_received} - $r->{row_from}{rekeys_received},
-				'>', 0,
+				"$label: no server key carried more than $send_bound bytes in all"
+			);
+			cmp_ok(
+				$row->{rekeys_received} - $r->{row_from}{rekeys_received},
+				'>',
+				0,
 				"$label: pgbench: pgbouncer's key rotated on request");
 			is($row->{rekey_failures}, 0, "$label: no failed rotation");
 		}
@@ -546,7 +585,7 @@ sub log_lines
 	# the FATAL says what to do, and we do it.
 	{
 		my $label = 'TLS 1.2 session pool, regress_pooler not exempted';
-		my $log   = -s $node->logfile;
+		my $log = -s $node->logfile;
 		my ($ok, $out, $err) = bouncer_psql($b, 'session', 'regress_pooler',
 			"\\copy ($copy_query) TO '/dev/null'", 'copy_to');
 		ok(!$ok, "$label: COPY TO fails");
@@ -554,45 +593,65 @@ sub log_lines
 		# it: in its handshake (a FATAL), or, where one of PostgreSQL's own
 		# writes saw it first ("connection to client lost"), at exit (a LOG)
 		$node->poll_query_until('postgres',
-			"SELECT count(*) = 0 FROM pg_stat_activity WHERE usename = 'regress_pooler'")
-		  or die 'the server connection of regress_pooler remains';
+			"SELECT count(*) = 0 FROM pg_stat_activity WHERE usename = 'regress_pooler'"
+		) or die 'the server connection of regress_pooler remains';
 		my $server_log = slurp_file($node->logfile, $log);
-		like($server_log,
+		like(
+			$server_log,
 			qr/(?:FATAL:  TLS renegotiation failed: |LOG:  $lost_in_renegotiation).*\n.*DETAIL:  The client \(user "regress_pooler", application "copy_to"\).*\n.*HINT:  If this client cannot renegotiate, exempt its role with (ALTER ROLE regress_pooler SET ssl_renegotiate\.tls12 = 'warn'), or have it use TLS 1\.3\./,
-			"$label: the server's FATAL names the pooler's role and application and hints at the exemption");
-		my ($exemption) = $server_log =~ /exempt its role with (ALTER ROLE .*? = 'warn')/;
+			"$label: the server's FATAL names the pooler's role and application and hints at the exemption"
+		);
+		my ($exemption) =
+		  $server_log =~ /exempt its role with (ALTER ROLE .*? = 'warn')/;
 		$node->safe_psql('postgres',
-			$exemption // "ALTER ROLE regress_pooler SET ssl_renegotiate.tls12 = 'warn'");
-		is($node->safe_psql('postgres',
-				q{SELECT setconfig FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole WHERE rolname = 'regress_pooler'}),
-			'{ssl_renegotiate.tls12=warn}', "$label: the hint's ALTER ROLE runs as written");
+			$exemption
+			  // "ALTER ROLE regress_pooler SET ssl_renegotiate.tls12 = 'warn'"
+		);
+		is( $node->safe_psql(
+				'postgres',
+				q{SELECT setconfig FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole WHERE rolname = 'regress_pooler'}
+			),
+			'{ssl_renegotiate.tls12=warn}',
+			"$label: the hint's ALTER ROLE runs as written");
 	}
 
 	for my $db ('session', 'transaction')
 	{
 		{
-			my $user  = 'regress_pooler';
+			my $user = 'regress_pooler';
 			my $label = "TLS 1.2 $db pool, $user exempted (warn)";
-			my $r     = run_pool($b, $db, $user);
-			my $row   = check_pool_works($b, $label, $r);
-			is($row->{version}, 'TLSv1.2', "$label: server connection on TLS 1.2");
-			is($row->{rekeys_sent} + $row->{rekeys_received} + $row->{rekey_failures},
-				0, "$label: nothing rotated, nothing failed");
-			is($row->{rekeys_skipped}, 1,
+			my $r = run_pool($b, $db, $user);
+			my $row = check_pool_works($b, $label, $r);
+			is($row->{version}, 'TLSv1.2',
+				"$label: server connection on TLS 1.2");
+			is( $row->{rekeys_sent} +
+				  $row->{rekeys_received} +
+				  $row->{rekey_failures},
+				0,
+				"$label: nothing rotated, nothing failed");
+			is($row->{rekeys_skipped},
+				1,
 				"$label: the limit's skip counted once for the connection");
-			cmp_ok($row->{max_sent_per_key}, '>', length($copy_data),
+			cmp_ok($row->{max_sent_per_key},
+				'>', length($copy_data),
 				"$label: one key carried the whole COPY TO");
-			is( log_lines($r->{server_log},
-					qr/TLS 1\.2 connection of pid $row->{pid} reached ssl_renegotiate\.byte_limit and goes on under its current keys/),
-				1, "$label: the skip logged once");
+			is( log_lines(
+					$r->{server_log},
+					qr/TLS 1\.2 connection of pid $row->{pid} reached ssl_renegotiate\.byte_limit and goes on under its current keys/
+				),
+				1,
+				"$label: the skip logged once");
 		}
 		{
-			my $user  = 'regress_renegotiated';
+			my $user = 'regress_renegotiated';
 			my $label = "TLS 1.2 $db pool, $user";
-			my $r     = run_pool($b, $db, $user);
+			my $r = run_pool($b, $db, $user);
 			my ($d, $fatal) = check_pool_breaks($b, $label, $r);
-			like($r->{to_err}, qr/server conn crashed\?.*server closed the connection unexpectedly/s,
-				"$label: COPY TO: the client gets pgbouncer's error, then a closed connection");
+			like(
+				$r->{to_err},
+				qr/server conn crashed\?.*server closed the connection unexpectedly/s,
+				"$label: COPY TO: the client gets pgbouncer's error, then a closed connection"
+			);
 			# pgbouncer's OpenSSL answers the HelloRequest; pgbouncer itself
 			# does not expect a handshake and drops the connection when it
 			# meets one.  Mostly the handshake is left unfinished (the
@@ -607,51 +666,70 @@ sub log_lines
 			is(scalar(@pids), $d->{connections},
 				"$label: log_connections names each server connection");
 			my %completed;
-			$completed{$1}++ while $r->{server_log} =~
+			$completed{$1}++
+			  while $r->{server_log} =~
 			  /ssl_renegotiate: rotated the sending key of pid (\d+) /g;
 			my %failed = map { $_ => 1 }
-			  grep { $fatal->{$_} =~ /^(?:TLS renegotiation failed: |$lost_in_renegotiation)/ }
+			  grep {
+				$fatal->{$_} =~
+				  /^(?:TLS renegotiation failed: |$lost_in_renegotiation)/
+			  }
 			  keys %$fatal;
 			is( join(' ', grep { !$failed{$_} && !$completed{$_} } @pids),
 				'',
-				"$label: each server connection's renegotiation failed or completed");
+				"$label: each server connection's renegotiation failed or completed"
+			);
 			note "$label: $d->{rekey_failures} renegotiations failed, "
 			  . "$d->{rekeys_sent} completed ("
-			  . join(', ', map { "pid $_: $completed{$_}" } sort keys %completed)
+			  . join(', ',
+				map { "pid $_: $completed{$_}" } sort keys %completed)
 			  . ')';
 			my @failed = map { $fatal->{$_} } sort keys %failed;
 			is(scalar(@failed), $d->{rekey_failures},
 				"$label: a FATAL for each failed renegotiation");
 			cmp_ok(scalar(@failed), '>', 0, "$label: renegotiations failed");
-			is( scalar(grep {
-					/\nHINT:  If this client cannot renegotiate, exempt its role with ALTER ROLE $user SET ssl_renegotiate\.tls12 = 'warn', or have it use TLS 1\.3\./
-				} @failed),
+			is( scalar(
+					grep {
+						/\nHINT:  If this client cannot renegotiate, exempt its role with ALTER ROLE $user SET ssl_renegotiate\.tls12 = 'warn', or have it use TLS 1\.3\./
+					} @failed),
 				scalar(@failed),
-				"$label: each hints at ALTER ROLE $user SET ssl_renegotiate.tls12 = 'warn'");
+				"$label: each hints at ALTER ROLE $user SET ssl_renegotiate.tls12 = 'warn'"
+			);
 			# "tls_sbufio_recv: unexpected handshake" on a read; on a write
 			# also "tls_sbufio_send: got TLS_WANT_POLLIN"
 			my $handshakes = log_lines($r->{bouncer_log},
-				qr/tls_sbufio_(?:recv|send): (?:unexpected handshake, closing connection|got TLS_WANT_POLLIN)/);
+				qr/tls_sbufio_(?:recv|send): (?:unexpected handshake, closing connection|got TLS_WANT_POLLIN)/
+			);
 			note "$label: pgbouncer logged $handshakes unexpected handshakes";
 			cmp_ok($handshakes, '>', 0,
-				"$label: pgbouncer logs the server's handshake as unexpected");
+				"$label: pgbouncer logs the server's handshake as unexpected"
+			);
 		}
 		{
-			my $user  = 'regress_terminated';
+			my $user = 'regress_terminated';
 			my $label = "TLS 1.2 $db pool, $user";
-			my $r     = run_pool($b, $db, $user);
+			my $r = run_pool($b, $db, $user);
 			my ($d, $fatal) = check_pool_breaks($b, $label, $r);
-			like($r->{to_err},
+			like(
+				$r->{to_err},
 				qr/FATAL:  terminating connection because its TLS 1\.2 keys reached ssl_renegotiate\.byte_limit\nDETAIL:  \d+ bytes were sent under one key; ssl_renegotiate\.tls12 is "terminate"\./,
-				"$label: COPY TO: the server's FATAL reaches the client through pgbouncer");
+				"$label: COPY TO: the server's FATAL reaches the client through pgbouncer"
+			);
 			is($d->{terminations}, $d->{connections},
-				"$label: each server connection ended by the limit (terminations)");
-			is($d->{rekey_failures} + $d->{rekeys_sent} + $d->{rekeys_received},
-				0, "$label: no renegotiation attempted, nothing rotated");
-			is( log_lines($r->{server_log},
-					qr/FATAL:  terminating connection because its TLS 1\.2 keys reached ssl_renegotiate\.byte_limit|ssl_renegotiate: terminated connection of pid \d+: its TLS 1\.2 keys reached ssl_renegotiate\.byte_limit/),
+				"$label: each server connection ended by the limit (terminations)"
+			);
+			is( $d->{rekey_failures} +
+				  $d->{rekeys_sent} +
+				  $d->{rekeys_received},
+				0,
+				"$label: no renegotiation attempted, nothing rotated");
+			is( log_lines(
+					$r->{server_log},
+					qr/FATAL:  terminating connection because its TLS 1\.2 keys reached ssl_renegotiate\.byte_limit|ssl_renegotiate: terminated connection of pid \d+: its TLS 1\.2 keys reached ssl_renegotiate\.byte_limit/
+				),
 				$d->{connections},
-				"$label: the server log says why, once per server connection");
+				"$label: the server log says why, once per server connection"
+			);
 		}
 	}
 	stop_pgbouncer($b);

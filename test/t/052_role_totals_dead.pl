@@ -49,7 +49,8 @@ my $file = $node->data_dir . '/pg_stat/ssl_renegotiate.stat';
 
 sub oid_of_role
 {
-	return $node->safe_psql('postgres', "SELECT oid FROM pg_roles WHERE rolname = '$_[0]'");
+	return $node->safe_psql('postgres',
+		"SELECT oid FROM pg_roles WHERE rolname = '$_[0]'");
 }
 
 # The rows as pg_read_all_stats reads them, keyed "dbid/userid" (a dropped
@@ -72,7 +73,12 @@ sub rows_of_role
 }
 
 sub totals { my $t = totals_row($node); return [ @{$t}{@TOTALS} ]; }
-sub info { return query_row_hash($node, 'SELECT * FROM ssl_renegotiate_database_role_totals_info'); }
+
+sub info
+{
+	return query_row_hash($node,
+		'SELECT * FROM ssl_renegotiate_database_role_totals_info');
+}
 
 sub wait_gone
 {
@@ -92,7 +98,9 @@ sub traffic
 		$node->safe_psql(
 			$db,
 			"SELECT pg_backend_pid(), repeat('x', $n)",
-			connstr => tls_connstr($node, tls => '1.3', dbname => $db, user => $user)));
+			connstr =>
+			  tls_connstr($node, tls => '1.3', dbname => $db, user => $user))
+	);
 	ok(wait_gone($pid), "$db/$user: session $pid exited");
 	return;
 }
@@ -115,8 +123,7 @@ my $kept = oid_of_role('regress_kept');
 traffic('postgres', 'regress_kept', 50_000);
 my ($kept_key) = grep { m{/$kept$} } keys %{ rows() };
 my $kept_row = rows()->{$kept_key};
-is(
-	$node->safe_psql(
+is( $node->safe_psql(
 		'postgres', qq{
 		BEGIN;
 		DROP ROLE regress_kept;
@@ -142,7 +149,8 @@ $node->safe_psql(
 	END
 	$$;});
 is_deeply(rows()->{$kept_key}, $kept_row,
-	'drop role rolled back (whole, to a savepoint, in a block): the row is kept whole');
+	'drop role rolled back (whole, to a savepoint, in a block): the row is kept whole'
+);
 
 # ---------------------------------------------------------------------
 # 2. DROP ROLE while a session of it is live
@@ -159,7 +167,8 @@ my $live = oid_of_role('regress_live');
 	$s->quit;
 	ok(wait_gone($pid), 'the dropped role\'s session exited');
 }
-is(rows_of_role($live), 0, 'a dropped role\'s live session folds nowhere at exit');
+is(rows_of_role($live), 0,
+	'a dropped role\'s live session folds nowhere at exit');
 
 # ---------------------------------------------------------------------
 # 3. DROP DATABASE
@@ -168,16 +177,20 @@ $node->safe_psql('postgres', 'CREATE DATABASE regress_gonedb');
 my $gonedb = $node->safe_psql('postgres',
 	q{SELECT oid FROM pg_database WHERE datname = 'regress_gonedb'});
 traffic('regress_gonedb', 'regress_alice', 100_000);
-is(scalar(grep { m{^$gonedb/} } keys %{ rows() }), 1, 'drop database: it has its row');
+is(scalar(grep { m{^$gonedb/} } keys %{ rows() }),
+	1, 'drop database: it has its row');
 $before = totals();
 $node->safe_psql('postgres', 'DROP DATABASE regress_gonedb');
-is(scalar(grep { m{^$gonedb/} } keys %{ rows() }), 0, 'drop database: its row is gone');
-is_deeply(totals(), $before, 'drop database: the cluster totals are unchanged');
+is(scalar(grep { m{^$gonedb/} } keys %{ rows() }),
+	0, 'drop database: its row is gone');
+is_deeply(totals(), $before,
+	'drop database: the cluster totals are unchanged');
 
 # ---------------------------------------------------------------------
 # 4. eviction: a dead pair never outweighs a live one
 # ---------------------------------------------------------------------
-$node->append_conf('postgresql.conf', 'ssl_renegotiate.max_database_role_totals = 2');
+$node->append_conf('postgresql.conf',
+	'ssl_renegotiate.max_database_role_totals = 2');
 $node->restart;
 $node->safe_psql(
 	'postgres', q{
@@ -186,14 +199,17 @@ $node->safe_psql(
 	CREATE ROLE regress_big LOGIN;
 	CREATE ROLE regress_new LOGIN;
 });
-my ($small, $big, $new) = map { oid_of_role($_) } qw(regress_small regress_big regress_new);
+my ($small, $big, $new) =
+  map { oid_of_role($_) } qw(regress_small regress_big regress_new);
 traffic('postgres', 'regress_small', 10);
 traffic('postgres', 'regress_big', 300_000);
 $node->safe_psql('postgres', 'DROP ROLE regress_big');
 # no read of the view in between: only the drop itself may purge
 traffic('postgres', 'regress_new', 10);
-is(info()->{evicted}, 0, 'full table, one pair dropped: a new pair evicts nothing');
-is_deeply([ sort { $a <=> $b } map { (split m{/})[1] } keys %{ rows() } ],
+is(info()->{evicted}, 0,
+	'full table, one pair dropped: a new pair evicts nothing');
+is_deeply(
+	[ sort { $a <=> $b } map { (split m{/})[1] } keys %{ rows() } ],
 	[ sort { $a <=> $b } $small, $new ],
 	'full table: the live small pair is kept, the new one added');
 
@@ -206,7 +222,8 @@ $node->safe_psql(
 	CREATE ROLE regress_offline LOGIN;
 	CREATE ROLE regress_after LOGIN;
 });
-my ($offline, $after) = map { oid_of_role($_) } qw(regress_offline regress_after);
+my ($offline, $after) =
+  map { oid_of_role($_) } qw(regress_offline regress_after);
 traffic('postgres', 'regress_small', 10);
 traffic('postgres', 'regress_offline', 300_000);
 $node->stop;
@@ -216,13 +233,16 @@ $node->start;
 $node->safe_psql('postgres', 'DROP ROLE regress_offline');
 $node->stop;
 ok(-s $file, 'a run without the library leaves the file alone');
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'ssl_renegotiate'");
+$node->append_conf('postgresql.conf',
+	"shared_preload_libraries = 'ssl_renegotiate'");
 $node->start;
 # the first login (over TLS, before any read of the view) checks them
 traffic('postgres', 'regress_after', 10);
 is(info()->{evicted}, 0,
-	'after the restart: the dropped role\'s row was gone before a new pair needed room');
-is_deeply([ sort { $a <=> $b } map { (split m{/})[1] } keys %{ rows() } ],
+	'after the restart: the dropped role\'s row was gone before a new pair needed room'
+);
+is_deeply(
+	[ sort { $a <=> $b } map { (split m{/})[1] } keys %{ rows() } ],
 	[ sort { $a <=> $b } $small, $after ],
 	'after the restart: the dropped role\'s row is gone, the live ones kept');
 
@@ -236,7 +256,8 @@ sub crc32c
 	for my $byte (unpack('C*', $data))
 	{
 		$crc ^= $byte;
-		$crc = ($crc & 1) ? (($crc >> 1) ^ 0x82f63b78) : ($crc >> 1) for 1 .. 8;
+		$crc = ($crc & 1) ? (($crc >> 1) ^ 0x82f63b78) : ($crc >> 1)
+		  for 1 .. 8;
 	}
 	return $crc ^ 0xffffffff;
 }
@@ -277,10 +298,13 @@ like(
 	slurp_file($node->logfile, $pos),
 	qr/LOG:  ssl_renegotiate: ignoring the totals saved in "pg_stat\/ssl_renegotiate\.stat": it holds database \d+, role \d+ twice/,
 	'a (database, role) twice: the file is ignored, with a LOG line');
-is($node->safe_psql('postgres',
+is( $node->safe_psql(
+		'postgres',
 		'SELECT count(*) FROM ssl_renegotiate_database_role_totals'),
-	'0', 'a (database, role) twice: no rows');
-is(totals_row($node)->{connections}, 0, 'a (database, role) twice: the cluster totals from zero');
+	'0',
+	'a (database, role) twice: no rows');
+is(totals_row($node)->{connections},
+	0, 'a (database, role) twice: the cluster totals from zero');
 ok(!-e $file, 'a (database, role) twice: the file is removed');
 
 $node->stop;

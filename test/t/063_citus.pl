@@ -49,14 +49,14 @@ use SslrTest;
 
 my ($pkglibdir, $sharedir) = ('', '');
 IPC::Run::run([ 'pg_config', '--pkglibdir' ], '>', \$pkglibdir);
-IPC::Run::run([ 'pg_config', '--sharedir' ],  '>', \$sharedir);
+IPC::Run::run([ 'pg_config', '--sharedir' ], '>', \$sharedir);
 chomp($pkglibdir, $sharedir);
 plan skip_all =>
   "Citus is not installed into this PostgreSQL (no $pkglibdir/citus.so; scripts/citus_build.sh installs it)"
   unless -f "$pkglibdir/citus.so" && -f "$sharedir/extension/citus.control";
 
 my $t_start = time();
-my $LIMIT   = 64 * 1024;
+my $LIMIT = 64 * 1024;
 # A sending key carries the limit plus what is in flight when it is
 # crossed; 4 x the limit is a sane bound (as in test/t/060), bytes / that a
 # lower one for the rotations.  A receiving key rotates when the peer
@@ -65,13 +65,13 @@ my $LIMIT   = 64 * 1024;
 # the worker's receiving keys carry a few MB (docs/citus.md has the
 # numbers).  The bound is the one hard_limit leaves the peers: byte_limit
 # + 64MB.
-my $KEY_BOUND  = 4 * $LIMIT;
+my $KEY_BOUND = 4 * $LIMIT;
 my $RECV_BOUND = $LIMIT + 64 * 1024 * 1024;
-my $ROWS      = 1_000_000;    # about 170 MB in COPY text form
-my $DIM       = 2000;         # the repartition join's other table
+my $ROWS = 1_000_000;    # about 170 MB in COPY text form
+my $DIM = 2000;          # the repartition join's other table
 
 my $certs = make_certs();
-my $conf  = <<"EOC";
+my $conf = <<"EOC";
 shared_preload_libraries = 'citus, ssl_renegotiate'
 ssl_renegotiate.byte_limit = '64kB'
 citus.node_conninfo = 'sslmode=verify-full sslrootcert=$certs->{ca_crt}'
@@ -89,17 +89,20 @@ log_statement = none
 EOC
 
 my $coord = new_tls_node('coordinator', certs => $certs, conf => $conf);
-my $w1    = new_tls_node('worker1',     certs => $certs, conf => $conf);
-my $w2    = new_tls_node('worker2',     certs => $certs, conf => $conf);
+my $w1 = new_tls_node('worker1', certs => $certs, conf => $conf);
+my $w2 = new_tls_node('worker2', certs => $certs, conf => $conf);
 my @nodes = ($coord, $w1, $w2);
 $_->start for @nodes;
-$_->safe_psql('postgres', 'CREATE EXTENSION citus; CREATE EXTENSION ssl_renegotiate')
+$_->safe_psql('postgres',
+	'CREATE EXTENSION citus; CREATE EXTENSION ssl_renegotiate')
   for @nodes;
 $coord->safe_psql('postgres',
 	"SELECT citus_set_coordinator_host('127.0.0.1', ${\ $coord->port})");
-$coord->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', ${\ $_->port})")
+$coord->safe_psql('postgres',
+	"SELECT citus_add_node('127.0.0.1', ${\ $_->port})")
   for ($w1, $w2);
-is( $coord->safe_psql('postgres',
+is( $coord->safe_psql(
+		'postgres',
 		"SELECT string_agg(nodeport::text, ',' ORDER BY nodeport) FROM pg_dist_node WHERE noderole = 'primary' AND groupid <> 0"
 	),
 	join(',', sort { $a <=> $b } map { $_->port } $w1, $w2),
@@ -124,7 +127,12 @@ sub client_of
 			'ss', '-tnpH', 'state', 'established',
 			"( sport = :$cport and dport = :$port )"
 		],
-		'<', \undef, '>', \$out, '2>', \$err) or die "ss failed: $err";
+		'<',
+		\undef,
+		'>',
+		\$out,
+		'2>',
+		\$err) or die "ss failed: $err";
 	return '?' unless $out =~ /\bpid=(\d+),/;
 	my $pid = $1;
 	open(my $fh, '<', "/proc/$pid/stat") or return '?';
@@ -140,7 +148,8 @@ sub socket_pids
 	my ($node) = @_;
 	my ($out, $err) = ('', '');
 	my $port = $node->port;
-	IPC::Run::run([ 'ss', '-tnpH', 'state', 'established', "( sport = :$port )" ],
+	IPC::Run::run(
+		[ 'ss', '-tnpH', 'state', 'established', "( sport = :$port )" ],
 		'<', \undef, '>', \$out, '2>', \$err)
 	  or die "ss failed: $err";
 	my %p = map { $_ => 1 } $out =~ /\bpid=(\d+),/g;
@@ -158,12 +167,13 @@ sub node_rows
 {
 	my ($node) = @_;
 	my $sql =
-	    'SELECT a.pid, a.bytes_received, a.bytes_sent, a.rekeys_sent, a.rekeys_received, '
+	  'SELECT a.pid, a.bytes_received, a.bytes_sent, a.rekeys_sent, a.rekeys_received, '
 	  . 'a.rekey_failures, a.rekey_requests, a.rekey_requested::int, a.max_sent_per_key, '
 	  . 'a.max_received_per_key, s.client_port FROM ssl_renegotiate_activity a '
 	  . 'JOIN pg_stat_activity s USING (pid) ORDER BY a.pid';
 	my @pids = split /\n/,
-	  $node->safe_psql('postgres', 'SELECT pid FROM ssl_renegotiate_activity');
+	  $node->safe_psql('postgres',
+		'SELECT pid FROM ssl_renegotiate_activity');
 	wait_idle($node, $_) for @pids;
 	my %rows;
 	for my $line (split /\n/, $node->safe_psql('postgres', $sql))
@@ -181,18 +191,21 @@ sub totals
 {
 	my ($node) = @_;
 	my $t = totals_row($node);
-	return { map { $_ => $t->{$_} } qw(bytes_received bytes_sent connections terminations) };
+	return { map { $_ => $t->{$_} }
+		  qw(bytes_received bytes_sent connections terminations) };
 }
 
 # The state of every node: name => { rows, totals }.
 my %state;
+
 sub snapshot
 {
 	my %s;
 	for my $node (@nodes)
 	{
 		my $rows = node_rows($node);
-		$s{ $node->name } = { rows => $rows, totals => totals($node), node => $node };
+		$s{ $node->name } =
+		  { rows => $rows, totals => totals($node), node => $node };
 	}
 	return \%s;
 }
@@ -201,7 +214,8 @@ sub snapshot
 sub row_text
 {
 	my ($r) = @_;
-	return "pid $r->{pid} (client: $r->{client} port $r->{client_port}): "
+	return
+		"pid $r->{pid} (client: $r->{client} port $r->{client_port}): "
 	  . "received $r->{bytes_received} (kernel $r->{krcv}), sent $r->{bytes_sent} "
 	  . "(kernel $r->{ksent}), rekeys_received $r->{rekeys_received}, rekeys_sent $r->{rekeys_sent}";
 }
@@ -219,44 +233,68 @@ sub check_phase
 		my $rows = $s->{$name}{rows};
 		note "$phase: $name: " . row_text($_)
 		  for sort { $a->{pid} <=> $b->{pid} } values %$rows;
-		is( join(' ', map { "$_:$rows->{$_}{bytes_received}/$rows->{$_}{bytes_sent}" } sort keys %$rows),
-			join(' ', map { "$_:" . ($rows->{$_}{krcv} // 'none') . '/' . ($rows->{$_}{ksent} // 'none') } sort keys %$rows),
-			"$phase: $name: every row = the kernel's counts of its backend's socket (received/sent)");
+		is( join(
+				' ',
+				map {
+					"$_:$rows->{$_}{bytes_received}/$rows->{$_}{bytes_sent}"
+				} sort keys %$rows),
+			join(
+				' ',
+				map {
+						"$_:"
+					  . ($rows->{$_}{krcv}  // 'none') . '/'
+					  . ($rows->{$_}{ksent} // 'none')
+				} sort keys %$rows),
+			"$phase: $name: every row = the kernel's counts of its backend's socket (received/sent)"
+		);
 		is( join(',', sort { $a <=> $b } keys %$rows),
 			socket_pids($node),
-			"$phase: $name: a row for each TCP connection into the node, none for its libpq ends");
+			"$phase: $name: a row for each TCP connection into the node, none for its libpq ends"
+		);
 		is(join(',', grep { $_->{client} eq '?' } values %$rows),
 			'', "$phase: $name: every row's client end found");
-		is( join(',', map { $_->{rekey_failures} } grep { $_->{rekey_failures} } values %$rows),
-			'', "$phase: $name: no rekey failures");
+		is( join(',',
+				map  { $_->{rekey_failures} }
+				grep { $_->{rekey_failures} } values %$rows),
+			'',
+			"$phase: $name: no rekey failures");
 		next unless $before;
-		my $b  = $before->{$name};
+		my $b = $before->{$name};
 		my $t0 = $b->{totals};
 		my $t1 = $s->{$name}{totals};
 		my @gone = grep { !$rows->{$_} } keys %{ $b->{rows} };
-		my @new  = grep { !$b->{rows}{$_} } keys %$rows;
+		my @new = grep { !$b->{rows}{$_} } keys %$rows;
 		my %live;
+
 		for my $k (qw(bytes_received bytes_sent))
 		{
 			$live{$k} = 0;
 			$live{$k} += $_->{$k} for values %$rows;
-			$live{$k} -= $b->{rows}{$_}{$k} for grep { $rows->{$_} } keys %{ $b->{rows} };
+			$live{$k} -= $b->{rows}{$_}{$k}
+			  for grep { $rows->{$_} } keys %{ $b->{rows} };
 		}
 		my $conns = $t1->{connections} - $t0->{connections};
 		my @d = map { $t1->{$_} - $t0->{$_} } qw(bytes_received bytes_sent);
-		note "$phase: $name: totals +$d[0] received, +$d[1] sent, +$conns connections; "
+		note
+		  "$phase: $name: totals +$d[0] received, +$d[1] sent, +$conns connections; "
 		  . "live rows +$live{bytes_received} received, +$live{bytes_sent} sent; "
-		  . scalar(@new) . " new rows, " . scalar(@gone) . " ended";
+		  . scalar(@new)
+		  . " new rows, "
+		  . scalar(@gone)
+		  . " ended";
 		if (!@gone && $conns == @new)
 		{
-			is( "@d", "$live{bytes_received} $live{bytes_sent}",
-				"$phase: $name: the totals grew by exactly the node's rows (no connection ended)");
+			is( "@d",
+				"$live{bytes_received} $live{bytes_sent}",
+				"$phase: $name: the totals grew by exactly the node's rows (no connection ended)"
+			);
 		}
 		else
 		{
 			ok( $d[0] >= $live{bytes_received} && $d[1] >= $live{bytes_sent},
 				"$phase: $name: the totals grew by the node's live rows and the "
-				  . ($conns - @new + @gone) . " connections that ended meanwhile");
+				  . ($conns - @new + @gone)
+				  . " connections that ended meanwhile");
 		}
 	}
 	return $s;
@@ -266,7 +304,8 @@ sub check_phase
 sub rows_from
 {
 	my ($s, $node, $who) = @_;
-	return grep { $_->{client} eq $who } values %{ $s->{ $node->name }{rows} };
+	return
+	  grep { $_->{client} eq $who } values %{ $s->{ $node->name }{rows} };
 }
 
 # Rotations of a row: sending keys about once per 64 kB, receiving keys
@@ -276,16 +315,22 @@ sub check_rotations
 {
 	my ($what, $r) = @_;
 	local $Test::Builder::Level = $Test::Builder::Level + 1;
-	note "$what: rekeys_sent $r->{rekeys_sent} over $r->{bytes_sent} bytes (max_sent_per_key "
+	note
+	  "$what: rekeys_sent $r->{rekeys_sent} over $r->{bytes_sent} bytes (max_sent_per_key "
 	  . "$r->{max_sent_per_key}), rekeys_received $r->{rekeys_received} over $r->{bytes_received} "
 	  . "bytes (max_received_per_key $r->{max_received_per_key})";
-	cmp_ok($r->{rekeys_sent}, '>=', int($r->{bytes_sent} / $KEY_BOUND),
+	cmp_ok(
+		$r->{rekeys_sent}, '>=',
+		int($r->{bytes_sent} / $KEY_BOUND),
 		"$what: rekeys_sent >= bytes_sent / (4 x 64 kB)");
-	cmp_ok($r->{max_sent_per_key}, '<=', $KEY_BOUND, "$what: max_sent_per_key <= 4 x 64 kB");
-	cmp_ok($r->{rekeys_received}, '>=', int($r->{bytes_received} / $RECV_BOUND),
+	cmp_ok($r->{max_sent_per_key},
+		'<=', $KEY_BOUND, "$what: max_sent_per_key <= 4 x 64 kB");
+	cmp_ok(
+		$r->{rekeys_received}, '>=',
+		int($r->{bytes_received} / $RECV_BOUND),
 		"$what: rekeys_received >= bytes_received / (64 kB + 64MB)");
-	cmp_ok($r->{max_received_per_key}, '<=', $RECV_BOUND,
-		"$what: max_received_per_key <= 64 kB + 64MB");
+	cmp_ok($r->{max_received_per_key},
+		'<=', $RECV_BOUND, "$what: max_received_per_key <= 64 kB + 64MB");
 	cmp_ok($r->{"rekeys_$_"}, '>', 0, "$what: rekeys_$_ > 0")
 	  for grep { $r->{"bytes_$_"} > $RECV_BOUND } qw(sent received);
 	return;
@@ -296,16 +341,16 @@ sub check_rotations
 # count, and two sums of 32-bit pieces of each line's MD5 (order-free, so
 # the server computes the same from the shards in any order).
 # ---------------------------------------------------------------------
-my $dir  = PostgreSQL::Test::Utils::tempdir();
+my $dir = PostgreSQL::Test::Utils::tempdir();
 my $file = "$dir/rows.copy";
 my ($s1, $s2, $join_sum) = (0, 0, 0);
 {
 	open(my $fh, '>', $file) or die "cannot write $file: $!";
 	for my $i (1 .. $ROWS)
 	{
-		my $k    = $i % 1000;
+		my $k = $i % 1000;
 		my $line = "$i\t$k\t" . (md5_hex($i) x 5);
-		my $m    = md5_hex($line);
+		my $m = md5_hex($line);
 		$s1 += hex(substr($m, 0, 8));
 		$s2 += hex(substr($m, 8, 8));
 		# dim holds d = 1 .. $DIM with k = d % 1000: two rows per k
@@ -316,7 +361,7 @@ my ($s1, $s2, $join_sum) = (0, 0, 0);
 }
 my $expected = "$ROWS $s1 $s2";
 my $checksum_sql =
-    "SELECT count(*) || ' ' || coalesce(sum(('x' || lpad(substr(m, 1, 8), 16, '0'))::bit(64)::bigint), 0) "
+  "SELECT count(*) || ' ' || coalesce(sum(('x' || lpad(substr(m, 1, 8), 16, '0'))::bit(64)::bigint), 0) "
   . "|| ' ' || coalesce(sum(('x' || lpad(substr(m, 9, 8), 16, '0'))::bit(64)::bigint), 0) "
   . "FROM (SELECT md5(id || E'\\t' || k || E'\\t' || payload) AS m FROM dist) x";
 
@@ -349,8 +394,10 @@ INSERT INTO dim SELECT i, i % 1000 FROM generate_series(1, $DIM) i;
 # The held session: TLS to the coordinator, the one whose cached
 # connections to the workers the test follows.
 # on_error_stop off: the hard_limit case goes on after the error.
-my $client = background_tls_psql($coord, tls_connstr($coord),
-	timeout => 600, on_error_stop => 0);
+my $client = background_tls_psql(
+	$coord, tls_connstr($coord),
+	timeout => 600,
+	on_error_stop => 0);
 my $cpid = $client->query_safe('SELECT pg_backend_pid()');
 my $start = check_phase('setup');
 my %times;
@@ -361,7 +408,8 @@ my %times;
 my $t = time();
 $client->query_safe("\\copy dist FROM '$file'");
 $times{copy_in} = time() - $t;
-is($coord->safe_psql('postgres', $checksum_sql), $expected,
+is($coord->safe_psql('postgres', $checksum_sql),
+	$expected,
 	'COPY in: the table holds the rows of the file (count, checksum)');
 my $after_in = check_phase('COPY in', $start);
 
@@ -370,28 +418,41 @@ my %held;
 for my $w ($w1, $w2)
 {
 	my @r = rows_from($after_in, $w, 'coordinator');
-	is(scalar(@r), 1, 'COPY in: ' . $w->name . ': one connection from the coordinator');
+	is(scalar(@r), 1,
+		'COPY in: ' . $w->name . ': one connection from the coordinator');
 	$held{ $w->name } = $r[0];
 	cmp_ok($r[0]{bytes_received}, '>=', 60_000_000,
-		'COPY in: ' . $w->name . ': its share of the rows came through it (>= 60 MB)');
-	check_rotations('COPY in: ' . $w->name . "'s coordinator connection", $r[0]);
+			'COPY in: '
+		  . $w->name
+		  . ': its share of the rows came through it (>= 60 MB)');
+	check_rotations('COPY in: ' . $w->name . "'s coordinator connection",
+		$r[0]);
 }
 
 $t = time();
 my $out = "$dir/out.copy";
 $client->query_safe("\\copy dist TO '$out'");
 $times{copy_out} = time() - $t;
-is(file_checksum($out), $expected, 'COPY out: the file holds the rows (count, checksum)');
+is(file_checksum($out), $expected,
+	'COPY out: the file holds the rows (count, checksum)');
 unlink $out;
 my $after_out = check_phase('COPY out', $after_in);
+
 for my $w ($w1, $w2)
 {
-	my ($r) = grep { $_->{pid} == $held{ $w->name }{pid} } rows_from($after_out, $w, 'coordinator');
-	ok(defined $r, 'COPY out: ' . $w->name . ': the same connection from the coordinator');
+	my ($r) = grep { $_->{pid} == $held{ $w->name }{pid} }
+	  rows_from($after_out, $w, 'coordinator');
+	ok( defined $r,
+		'COPY out: '
+		  . $w->name
+		  . ': the same connection from the coordinator');
 	$r //= $held{ $w->name };
 	cmp_ok($r->{bytes_sent} - $held{ $w->name }{bytes_sent}, '>=', 60_000_000,
-		'COPY out: ' . $w->name . ': its share of the rows went through it (>= 60 MB)');
-	check_rotations('COPY out: ' . $w->name . "'s coordinator connection", $r);
+			'COPY out: '
+		  . $w->name
+		  . ': its share of the rows went through it (>= 60 MB)');
+	check_rotations('COPY out: ' . $w->name . "'s coordinator connection",
+		$r);
 	$held{ $w->name } = $r;
 }
 
@@ -400,7 +461,8 @@ for my $w ($w1, $w2)
 # ---------------------------------------------------------------------
 $t = time();
 is( $client->query_safe(
-		'SELECT count(*) || \' \' || sum(dim.d) || \' \' || sum(dist.id) FROM dist JOIN dim ON dist.k = dim.k'),
+		'SELECT count(*) || \' \' || sum(dim.d) || \' \' || sum(dist.id) FROM dist JOIN dim ON dist.k = dim.k'
+	),
 	2 * $ROWS . " $join_sum " . $ROWS * ($ROWS + 1),
 	'repartition join: count and sums right');
 $times{join} = time() - $t;
@@ -417,20 +479,28 @@ for my $w ($w1, $w2)
 	for my $k (qw(bytes_sent bytes_received))
 	{
 		my $live = 0;
-		$live += $a->{rows}{$_}{$k} - ($b->{rows}{$_} ? $b->{rows}{$_}{$k} : 0)
+		$live +=
+		  $a->{rows}{$_}{$k} - ($b->{rows}{$_} ? $b->{rows}{$_}{$k} : 0)
 		  for keys %{ $a->{rows} };
 		$d{$k} = $a->{totals}{$k} - $b->{totals}{$k} - $live;
 		$d{"live_$k"} = $live;
 	}
 	my $ended = $a->{totals}{connections} - $b->{totals}{connections};
-	note 'repartition join: ' . $w->name . ": $ended connections opened and closed, which "
+	note 'repartition join: '
+	  . $w->name
+	  . ": $ended connections opened and closed, which "
 	  . "sent $d{bytes_sent} and received $d{bytes_received} bytes; its live rows grew by "
 	  . "$d{live_bytes_sent} sent, $d{live_bytes_received} received";
-	cmp_ok($ended, '>', 0, 'repartition join: ' . $w->name . ': served connections of the join');
+	cmp_ok($ended, '>', 0,
+		'repartition join: ' . $w->name . ': served connections of the join');
 	cmp_ok($d{bytes_sent}, '>=', 1_000_000,
-		'repartition join: ' . $w->name . ': partitions went out over them (>= 1 MB)');
+			'repartition join: '
+		  . $w->name
+		  . ': partitions went out over them (>= 1 MB)');
 	cmp_ok($d{live_bytes_received}, '<', 1_000_000,
-		'repartition join: ' . $w->name . "'s fetching backend did not count what it fetched");
+			'repartition join: '
+		  . $w->name
+		  . "'s fetching backend did not count what it fetched");
 }
 
 # ---------------------------------------------------------------------
@@ -440,28 +510,36 @@ my $shard = $coord->safe_psql('postgres',
 	"SELECT s.shardid FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid) "
 	  . "JOIN pg_dist_node n USING (groupid) WHERE s.logicalrelid = 'dist'::regclass "
 	  . "AND n.nodeport = ${\ $w1->port} ORDER BY s.shardid LIMIT 1");
-my $shard_bytes = $w1->safe_psql('postgres', "SELECT pg_total_relation_size('dist_$shard')");
+my $shard_bytes =
+  $w1->safe_psql('postgres', "SELECT pg_total_relation_size('dist_$shard')");
 $t = time();
 $client->query_safe(
 	"SELECT citus_move_shard_placement($shard, '127.0.0.1', ${\ $w1->port}, '127.0.0.1', ${\ $w2->port}, shard_transfer_mode => 'block_writes')"
 );
 $times{move} = time() - $t;
-is( $coord->safe_psql('postgres',
-		"SELECT n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid) WHERE p.shardid = $shard"),
+is( $coord->safe_psql(
+		'postgres',
+		"SELECT n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid) WHERE p.shardid = $shard"
+	),
 	$w2->port,
 	"shard move: shard $shard is on worker2");
-is($client->query_safe($checksum_sql), $expected, 'shard move: the table still holds the rows (count, checksum)');
+is($client->query_safe($checksum_sql),
+	$expected,
+	'shard move: the table still holds the rows (count, checksum)');
 my $after_move = check_phase('shard move', $after_join);
 my $moved_in = 0;
 {
 	my $b = $after_join->{worker2};
 	my $a = $after_move->{worker2};
 	$moved_in = $a->{totals}{bytes_received} - $b->{totals}{bytes_received};
-	note "shard move: shard $shard of $shard_bytes bytes on disk; worker2 received $moved_in bytes";
+	note
+	  "shard move: shard $shard of $shard_bytes bytes on disk; worker2 received $moved_in bytes";
 	my $copy_text = $w2->safe_psql('postgres',
-		"SELECT sum(length(id || E'\\t' || k || E'\\t' || payload) + 1) FROM dist_$shard");
+		"SELECT sum(length(id || E'\\t' || k || E'\\t' || payload) + 1) FROM dist_$shard"
+	);
 	cmp_ok($moved_in, '>=', $copy_text,
-		"shard move: worker2's totals grew by at least the shard's rows ($copy_text bytes of COPY text)");
+		"shard move: worker2's totals grew by at least the shard's rows ($copy_text bytes of COPY text)"
+	);
 }
 
 # The held session's connections survived every phase: the same worker
@@ -472,7 +550,9 @@ for my $w ($w1, $w2)
 	my $r = $after_move->{ $w->name }{rows}{ $h->{pid} };
 	is( defined $r ? "$r->{client} $r->{client_port}" : 'gone',
 		"coordinator $h->{client_port}",
-		$w->name . ': the cached coordinator connection is the one of the COPY, still open');
+		$w->name
+		  . ': the cached coordinator connection is the one of the COPY, still open'
+	);
 }
 
 # ---------------------------------------------------------------------
@@ -482,18 +562,24 @@ for my $w ($w1, $w2)
 for my $w ($w1, $w2)
 {
 	my $pid = $held{ $w->name }{pid};
-	my $r0  = activity_row($w, $pid);
-	is($w->safe_psql('postgres', "SELECT ssl_renegotiate_rekey($pid)"),
-		't', $w->name . ': ssl_renegotiate_rekey(coordinator connection) accepted');
+	my $r0 = activity_row($w, $pid);
+	is( $w->safe_psql('postgres', "SELECT ssl_renegotiate_rekey($pid)"),
+		't',
+		$w->name . ': ssl_renegotiate_rekey(coordinator connection) accepted'
+	);
 	# the worker rotates its key at its next send and asks the
 	# coordinator's libpq for a new one, which answers with its next write
-	is($client->query_safe('SELECT count(*) FROM dim'), $DIM, $w->name . ': a query after the request');
-	is($client->query_safe('SELECT count(*) FROM dim'), $DIM, $w->name . ': and another');
+	is($client->query_safe('SELECT count(*) FROM dim'),
+		$DIM, $w->name . ': a query after the request');
+	is($client->query_safe('SELECT count(*) FROM dim'),
+		$DIM, $w->name . ': and another');
 	my $r1 = activity_row($w, $pid);
 	note $w->name
 	  . ": rekey on demand of pid $pid: rekeys_sent $r0->{rekeys_sent} -> $r1->{rekeys_sent}, "
 	  . "rekeys_received $r0->{rekeys_received} -> $r1->{rekeys_received}";
-	is( join(' ', map { $r1->{$_} - $r0->{$_} } qw(rekeys_sent rekeys_received rekey_requests)),
+	is( join(' ',
+			map { $r1->{$_} - $r0->{$_} }
+			  qw(rekeys_sent rekeys_received rekey_requests)),
 		'1 1 1',
 		$w->name . ': one request: each direction rotated once');
 	ok(!$r1->{rekey_requested}, $w->name . ': nothing left pending');
@@ -505,23 +591,29 @@ my $after_rekey = check_phase('rekey on demand', $after_move);
 # documentation.
 for my $w (@nodes)
 {
-	for my $r (sort { $a->{pid} <=> $b->{pid} } values %{ $after_rekey->{ $w->name }{rows} })
+	for my $r (sort { $a->{pid} <=> $b->{pid} }
+		values %{ $after_rekey->{ $w->name }{rows} })
 	{
 		next if $r->{client} eq 'client';
-		note 'rotations: ' . $w->name . ' from ' . $r->{client}
+		note 'rotations: '
+		  . $w->name
+		  . ' from '
+		  . $r->{client}
 		  . ": pid $r->{pid}: rekeys_sent $r->{rekeys_sent}, rekeys_received $r->{rekeys_received} "
 		  . "over $r->{bytes_sent} / $r->{bytes_received} bytes";
 	}
 }
 
 # The logs so far: nothing failed anywhere.
-my $bad = qr/^.*(?:WARNING|ERROR|FATAL|PANIC|SSL error|SSL SYSCALL|could not (?:send|receive) data|unexpected EOF|terminated by signal).*$/m;
+my $bad =
+  qr/^.*(?:WARNING|ERROR|FATAL|PANIC|SSL error|SSL SYSCALL|could not (?:send|receive) data|unexpected EOF|terminated by signal).*$/m;
 my %log_pos;
 for my $node (@nodes)
 {
 	my $log = slurp_file($node->logfile);
 	$log_pos{ $node->name } = length($log);
-	is(join("\n", $log =~ /$bad/g), '', $node->name . ' log: no error, warning or connection trouble');
+	is(join("\n", $log =~ /$bad/g),
+		'', $node->name . ' log: no error, warning or connection trouble');
 }
 
 # ---------------------------------------------------------------------
@@ -544,10 +636,12 @@ sub w2_enforcing
 	my @r = rows_from(snapshot(), $w2, 'coordinator');
 	is(scalar(@r), 1, "$what: one worker2 connection from the coordinator");
 	my $pid = $r[0]{pid};
-	ok( $w2->poll_query_until('postgres',
+	ok( $w2->poll_query_until(
+			'postgres',
 			"SELECT byte_limit IS NULL AND hard_limit = 64 * 1024 * 1024 FROM ssl_renegotiate_activity WHERE pid = $pid"
 		),
-		"$what: the cached worker2 backend enforces byte_limit 0, hard_limit 64MB");
+		"$what: the cached worker2 backend enforces byte_limit 0, hard_limit 64MB"
+	);
 	return $pid;
 }
 
@@ -557,46 +651,60 @@ sub hard_case
 {
 	my ($what, $sql, $log_re) = @_;
 	local $Test::Builder::Level = $Test::Builder::Level + 1;
-	my $pid   = w2_enforcing($what);
+	my $pid = w2_enforcing($what);
 	my $term0 = totals($w2)->{terminations};
 	my $logpos = -s $w2->logfile;
 	my ($out, $err) = bg_query($client, $sql);
 	$err =~ s/\n+$//;
 	note "$what: the client got: $err";
 	like($err, qr/ERROR:  /, "$what: the statement fails with an ERROR");
-	is(totals($w2)->{terminations}, $term0 + 1, "$what: worker2 counts one termination");
+	is(totals($w2)->{terminations},
+		$term0 + 1, "$what: worker2 counts one termination");
 	my $log = slurp_file($w2->logfile, $logpos);
-	note "$what: worker2 log: $_" for grep { /FATAL|ERROR|DETAIL|HINT|LOG:  ssl_renegotiate/ } split /\n/, $log;
+	note "$what: worker2 log: $_"
+	  for grep { /FATAL|ERROR|DETAIL|HINT|LOG:  ssl_renegotiate/ } split /\n/,
+	  $log;
 	like($log, $log_re, "$what: worker2 logs why");
-	ok(!grep({ $_->{pid} == $pid } rows_from(snapshot(), $w2, 'coordinator')),
+	ok( !grep({ $_->{pid} == $pid }
+			rows_from(snapshot(), $w2, 'coordinator')),
 		"$what: the connection is gone");
 	my ($aout, $aerr) = bg_query($client, 'SELECT count(*) FROM dist');
 	note "$what: the next query: '$aout' '$aerr'";
-	is("$aout$aerr", $ROWS, "$what: the session goes on: the next query succeeds");
+	is("$aout$aerr", $ROWS,
+		"$what: the session goes on: the next query succeeds");
 	my @r = rows_from(snapshot(), $w2, 'coordinator');
 	is(scalar(@r), 1, "$what: over a new worker2 connection");
 	return $err;
 }
 
 my %hard;
-$hard{send} = hard_case('hard_limit, worker2 sending',
+$hard{send} = hard_case(
+	'hard_limit, worker2 sending',
 	"\\copy dist TO '/dev/null'",
 	qr/FATAL:  terminating connection because more than ssl_renegotiate.hard_limit was sent under one TLS key/
 );
-like($hard{send}, qr/more than ssl_renegotiate.hard_limit was sent under one TLS key/,
-	"hard_limit, worker2 sending: Citus passes on worker2's FATAL as the statement's ERROR");
+like(
+	$hard{send},
+	qr/more than ssl_renegotiate.hard_limit was sent under one TLS key/,
+	"hard_limit, worker2 sending: Citus passes on worker2's FATAL as the statement's ERROR"
+);
 
 $coord->safe_psql('postgres',
 	"CREATE TABLE dist_hard (id bigint, k int, payload text); SELECT create_distributed_table('dist_hard', 'id')"
 );
-$hard{receive} = hard_case('hard_limit, worker2 receiving',
+$hard{receive} = hard_case(
+	'hard_limit, worker2 receiving',
 	"\\copy dist_hard FROM '$file'",
 	qr/FATAL:  terminating connection because more than ssl_renegotiate.hard_limit was received under one TLS key/
 );
-like($hard{receive}, qr/ERROR:  terminating connection because more than ssl_renegotiate.hard_limit was received under one TLS key/,
-	"hard_limit, worker2 receiving: Citus passes on worker2's FATAL as the statement's ERROR");
-is($coord->safe_psql('postgres', 'SELECT count(*) FROM dist_hard'),
-	0, 'hard_limit, worker2 receiving: the COPY is rolled back on every worker');
+like(
+	$hard{receive},
+	qr/ERROR:  terminating connection because more than ssl_renegotiate.hard_limit was received under one TLS key/,
+	"hard_limit, worker2 receiving: Citus passes on worker2's FATAL as the statement's ERROR"
+);
+is( $coord->safe_psql('postgres', 'SELECT count(*) FROM dist_hard'),
+	0,
+	'hard_limit, worker2 receiving: the COPY is rolled back on every worker');
 unlink $file;
 
 $client->quit;
@@ -604,8 +712,10 @@ $w2->safe_psql('postgres',
 	'ALTER SYSTEM RESET ssl_renegotiate.hard_limit; ALTER SYSTEM RESET ssl_renegotiate.byte_limit; SELECT pg_reload_conf()'
 );
 
-note sprintf('times: COPY in %.1f s, COPY out %.1f s, repartition join %.1f s, shard move %.1f s, whole test %.1f s',
-	@times{qw(copy_in copy_out join move)}, time() - $t_start);
+note sprintf(
+	'times: COPY in %.1f s, COPY out %.1f s, repartition join %.1f s, shard move %.1f s, whole test %.1f s',
+	@times{qw(copy_in copy_out join move)},
+	time() - $t_start);
 
 $_->stop for @nodes;
 done_testing();

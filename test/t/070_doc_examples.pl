@@ -38,7 +38,8 @@ use DocExamples qw(examples doc_files output_mismatch);
 my $top = getcwd();
 
 # max_connections as docs/reference.md's shared memory example says
-my $node = new_tls_node('docs', real_pace => 1, conf => 'max_connections = 100');
+my $node =
+  new_tls_node('docs', real_pace => 1, conf => 'max_connections = 100');
 $node->start;
 $node->safe_psql(
 	'postgres', q{
@@ -52,7 +53,9 @@ CREATE DATABASE appdb;
 {
 	my $copy = tempdir('sslr-docs-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 	# the tree without what other TAP files are writing meanwhile
-	system("tar -C '$top' --exclude='./tmp_check*' --exclude=./results --exclude=./log -cf - . | tar -C '$copy' -xf -") == 0
+	system(
+		"tar -C '$top' --exclude='./tmp_check*' --exclude=./results --exclude=./log -cf - . | tar -C '$copy' -xf -"
+	  ) == 0
 	  or die "cannot copy the tree";
 	# the node in place of a Debian cluster's defaults (its socket, its port)
 	local $ENV{PGHOST} = $node->host;
@@ -75,16 +78,21 @@ CREATE DATABASE appdb;
 	}
 	$node->safe_psql('postgres',
 		q{ALTER ROLE CURRENT_USER RESET ssl_renegotiate.byte_limit});
-	ok(!$ok, 'make installcheck refuses a server whose ALTER ROLE setting reaches its sessions');
-	like($out, qr/make installcheck: ALTER ROLE \S+ SET ssl_renegotiate\.byte_limit=1MB applies to the tests' sessions/,
+	ok(!$ok,
+		'make installcheck refuses a server whose ALTER ROLE setting reaches its sessions'
+	);
+	like(
+		$out,
+		qr/make installcheck: ALTER ROLE \S+ SET ssl_renegotiate\.byte_limit=1MB applies to the tests' sessions/,
 		'... and names the setting');
 }
 
 # ------------------------------------------- 2. the alert rules, as shown
 {
 	my ($ok, $out) = run_shell_example($top, 'alert-rules');
-	ok($ok, 'promtool checks and tests the alert rules as docs/monitoring.md shows')
-	  or diag($out);
+	ok($ok,
+		'promtool checks and tests the alert rules as docs/monitoring.md shows'
+	) or diag($out);
 }
 
 # ------------------------------------------- 3. every SQL example
@@ -96,17 +104,20 @@ my %db_of;
 my $n = 0;
 for my $file (doc_files($top))
 {
-	my @sql = grep { $_->{file} eq $file && $_->{lang} eq 'sql' } examples($top);
+	my @sql =
+	  grep { $_->{file} eq $file && $_->{lang} eq 'sql' } examples($top);
 	next unless @sql;
 	(my $db = 'doc_' . lc($file)) =~ s/\W+/_/g;
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
 	# a document that shows CREATE EXTENSION runs it itself
 	$node->safe_psql($db, 'CREATE EXTENSION ssl_renegotiate')
-	  unless grep { $_->{body} =~ /^\s*CREATE EXTENSION ssl_renegotiate\b/m } @sql;
+	  unless grep { $_->{body} =~ /^\s*CREATE EXTENSION ssl_renegotiate\b/m }
+	  @sql;
 	for my $ex (@sql)
 	{
 		my $where = "$ex->{file}:$ex->{line}";
-		my $errors_shown = defined $ex->{expected} && $ex->{expected} =~ /^ERROR:/m;
+		my $errors_shown =
+		  defined $ex->{expected} && $ex->{expected} =~ /^ERROR:/m;
 		my ($status, $out) = run_sql($db, $ex->{body}, !$errors_shown);
 		if ($errors_shown)
 		{
@@ -157,10 +168,12 @@ sub run_shell_example
 # the examples' ALTER SYSTEM undone, and in force for the next session
 sub undo_alter_system
 {
-	$node->safe_psql('postgres', 'ALTER SYSTEM RESET ALL; SELECT pg_reload_conf()');
-	$node->poll_query_until('postgres',
+	$node->safe_psql('postgres',
+		'ALTER SYSTEM RESET ALL; SELECT pg_reload_conf()');
+	$node->poll_query_until(
+		'postgres',
 		q{SELECT count(*) = 0 FROM pg_settings
 		  WHERE starts_with(name, 'ssl_renegotiate.') AND source = 'configuration file'
-		    AND sourcefile LIKE '%postgresql.auto.conf'})
-	  or die 'ALTER SYSTEM RESET ALL not in force';
+		    AND sourcefile LIKE '%postgresql.auto.conf'}
+	) or die 'ALTER SYSTEM RESET ALL not in force';
 }

@@ -88,7 +88,8 @@ sub _block_body
 	my ($lines, $start, $file) = @_;
 	my $j = $start + 1;
 	$j++ while $j < @$lines && $lines->[$j] !~ /^```\s*$/;
-	die sprintf("%s:%d: a code block that is never closed\n", $file, $start + 1)
+	die
+	  sprintf("%s:%d: a code block that is never closed\n", $file, $start + 1)
 	  if $j >= @$lines;
 	return (join('', @{$lines}[ $start + 1 .. $j - 1 ]), $j);
 }
@@ -122,7 +123,7 @@ sub output_mismatch
 {
 	my ($expected, $actual) = @_;
 	my @want = normalized_lines($expected);
-	my @got  = normalized_lines($actual);
+	my @got = normalized_lines($actual);
 	for my $k (0 .. ($#want > $#got ? $#want : $#got))
 	{
 		my $w = $want[$k];
@@ -133,7 +134,8 @@ sub output_mismatch
 		  unless defined $w;
 		my $re = join('',
 			map { $_ eq '...' ? '.*?' : /^\d+$/ ? '\d+' : quotemeta }
-			  split /(\.\.\.|\d+)/, $w);
+			  split /(\.\.\.|\d+)/,
+			$w);
 		return "line " . ($k + 1) . ": expected \"$w\", got \"$g\""
 		  unless $g =~ /\A$re\z/;
 	}

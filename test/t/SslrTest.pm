@@ -92,7 +92,7 @@ use constant SSL_REQUEST_SERVER_BYTES => 1;
 # plaintext; a KeyUpdate record carries a 4-byte handshake header and 1 byte
 # of request_update.
 use constant TLS13_RECORD_OVERHEAD => 5 + 1 + 16;
-use constant KEY_UPDATE_RECORD     => TLS13_RECORD_OVERHEAD + 4 + 1;
+use constant KEY_UPDATE_RECORD => TLS13_RECORD_OVERHEAD + 4 + 1;
 # PostgreSQL's PqSendBuffer (PQ_SEND_BUFFER_SIZE), written in pieces this big.
 use constant PQ_SEND_BUFFER => 8192;
 
@@ -126,9 +126,9 @@ sub make_certs
 	$dir = File::Spec->rel2abs($dir);
 
 	my %c = (
-		dir        => $dir,
-		ca_crt     => "$dir/ca.crt",
-		ca_key     => "$dir/ca.key",
+		dir => $dir,
+		ca_crt => "$dir/ca.crt",
+		ca_key => "$dir/ca.key",
 		server_crt => "$dir/server.crt",
 		server_key => "$dir/server.key",
 		server_csr => "$dir/server.csr",
@@ -152,9 +152,8 @@ sub make_certs
 		'-keyout' => $c{server_key},
 		'-out' => $c{server_csr},
 		'-subj' => '/CN=localhost');
-	PostgreSQL::Test::Utils::append_to_file(
-		$c{server_ext},
-		"basicConstraints = CA:FALSE\n"
+	PostgreSQL::Test::Utils::append_to_file($c{server_ext},
+			"basicConstraints = CA:FALSE\n"
 		  . "keyUsage = critical, digitalSignature, keyEncipherment\n"
 		  . "extendedKeyUsage = serverAuth\n"
 		  . "subjectAltName = DNS:localhost, IP:127.0.0.1\n");
@@ -257,8 +256,11 @@ sub new_tls_node
 
 	my $certs = $opts{certs} // ($default_certs //= make_certs());
 
-	my $node = PostgreSQL::Test::Cluster->new($name,
-		(defined $opts{install_path} ? (install_path => $opts{install_path}) : ()));
+	my $node = PostgreSQL::Test::Cluster->new(
+		$name,
+		(   defined $opts{install_path}
+			? (install_path => $opts{install_path})
+			: ()));
 	$node->init(
 		allows_streaming => $opts{allows_streaming} // 0,
 		(defined $opts{extra} ? (extra => $opts{extra}) : ()));
@@ -267,7 +269,8 @@ sub new_tls_node
 	# this platform, used by safe_psql & co.) and also listens on 127.0.0.1
 	# at the same port; get_free_port() already checked that 127.0.0.1:port
 	# is free.
-	my $conf = "\n# Added by SslrTest.pm\n"
+	my $conf =
+		"\n# Added by SslrTest.pm\n"
 	  . "listen_addresses = '127.0.0.1'\n"
 	  . "ssl = on\n"
 	  . "ssl_cert_file = '$certs->{server_crt}'\n"
@@ -284,8 +287,7 @@ sub new_tls_node
 
 	my $hba = $node->data_dir . '/pg_hba.conf';
 	unlink $hba;
-	$node->append_conf(
-		'pg_hba.conf', <<'EOHBA');
+	$node->append_conf('pg_hba.conf', <<'EOHBA');
 # Written by SslrTest.pm
 # TYPE    DATABASE     USER  ADDRESS       METHOD
 local     all          all                 trust
@@ -340,7 +342,7 @@ sub tls_connstr
 	}
 
 	my $s =
-	    'host=127.0.0.1 port='
+		'host=127.0.0.1 port='
 	  . $node->port
 	  . ' dbname='
 	  . _cq($opts{dbname} // 'postgres')
@@ -461,7 +463,12 @@ sub backend_of_client_port
 			'ss', '-tnpH', 'state', 'established',
 			"( sport = :$port and dport = :$client_port )"
 		],
-		'<', \undef, '>', \$out, '2>', \$err) or die "ss failed: $err";
+		'<',
+		\undef,
+		'>',
+		\$out,
+		'2>',
+		\$err) or die "ss failed: $err";
 	return $out =~ /\bpid=(\d+),/ ? $1 : undef;
 }
 
@@ -560,8 +567,9 @@ sub kernel_counts
 			|| $i->{bytes_sent} - $i->{bytes_retrans} == $i->{bytes_acked});
 		usleep(50_000);
 	}
-	return ($i->{bytes_received}, $i->{bytes_acked}, $i->{bytes_sent},
-		$i->{bytes_retrans});
+	return (
+		$i->{bytes_received}, $i->{bytes_acked},
+		$i->{bytes_sent}, $i->{bytes_retrans});
 }
 
 =pod
@@ -581,7 +589,8 @@ sub kernel_tls_counts
 	my ($node, $pid) = @_;
 	my ($rcv, $acked) = kernel_counts($node, $pid);
 	return () unless defined $rcv;
-	return ($rcv - SSL_REQUEST_CLIENT_BYTES, $acked - SSL_REQUEST_SERVER_BYTES);
+	return ($rcv - SSL_REQUEST_CLIENT_BYTES,
+		$acked - SSL_REQUEST_SERVER_BYTES);
 }
 
 =pod
@@ -654,9 +663,10 @@ sub kernel_exact_row
 	my ($row, $krcv, $ksent) = settled_tls_row($node, $pid);
 	ok(defined $row, "$what: backend $pid has a row");
 	$row //= {};
-	is($row->{bytes_received}, $krcv,
-		"$what: bytes_received == kernel bytes_received - 8");
-	is($row->{bytes_sent}, $ksent, "$what: bytes_sent == kernel bytes_acked - 1");
+	is($row->{bytes_received},
+		$krcv, "$what: bytes_received == kernel bytes_received - 8");
+	is($row->{bytes_sent}, $ksent,
+		"$what: bytes_sent == kernel bytes_acked - 1");
 	return $row;
 }
 
@@ -687,17 +697,24 @@ sub check_walsender_rotation
 	note "$what: sent $sent bytes with $rekeys rotations (max_sent_per_key "
 	  . "$r1->{max_sent_per_key}, bound $bound), received $received bytes "
 	  . "with $rekeys_in rotations (max_received_per_key $r1->{max_received_per_key})";
-	cmp_ok($rekeys, '>=', int($sent / $bound) - 1,
+	cmp_ok(
+		$rekeys, '>=',
+		int($sent / $bound) - 1,
 		"$what: rekeys_sent grew by >= bytes_sent / $bound - 1");
-	cmp_ok($rekeys, '<=', int($sent / $limit) + 1,
+	cmp_ok(
+		$rekeys, '<=',
+		int($sent / $limit) + 1,
 		"$what: rekeys_sent grew by <= bytes_sent / $limit + 1");
-	cmp_ok($r1->{max_sent_per_key}, '<=', $bound,
-		"$what: max_sent_per_key <= $bound");
-	cmp_ok($r1->{max_received_per_key}, '<=', $bound,
-		"$what: max_received_per_key <= $bound");
-	cmp_ok(($r1->{rekeys_received} + 1) * $r1->{max_received_per_key},
-		'>=', $r1->{bytes_received},
-		"$what: (rekeys_received + 1) * max_received_per_key >= bytes_received");
+	cmp_ok($r1->{max_sent_per_key},
+		'<=', $bound, "$what: max_sent_per_key <= $bound");
+	cmp_ok($r1->{max_received_per_key},
+		'<=', $bound, "$what: max_received_per_key <= $bound");
+	cmp_ok(
+		($r1->{rekeys_received} + 1) * $r1->{max_received_per_key},
+		'>=',
+		$r1->{bytes_received},
+		"$what: (rekeys_received + 1) * max_received_per_key >= bytes_received"
+	);
 	is($r1->{rekey_failures}, 0, "$what: no rekey failures");
 	return ($sent, $rekeys, $received, $rekeys_in);
 }
@@ -721,8 +738,9 @@ sub rekey_walsender
 	local $Test::Builder::Level = $Test::Builder::Level + 1;
 	my $r0 = activity_row($node, $walpid);
 	my $t0 = time();
-	is($node->safe_psql('postgres', "SELECT ssl_renegotiate_rekey($walpid)"),
-		't', "$what: ssl_renegotiate_rekey(walsender) accepted");
+	is( $node->safe_psql('postgres', "SELECT ssl_renegotiate_rekey($walpid)"),
+		't',
+		"$what: ssl_renegotiate_rekey(walsender) accepted");
 	my $r1 = $r0;
 	while (time() - $t0 < $PostgreSQL::Test::Utils::timeout_default)
 	{
@@ -735,14 +753,19 @@ sub rekey_walsender
 		  && !$r1->{rekey_requested};
 	}
 	my $seconds = time() - $t0;
-	note "$what: rekeys sent $r0->{rekeys_sent} -> $r1->{rekeys_sent}, received "
+	note
+	  "$what: rekeys sent $r0->{rekeys_sent} -> $r1->{rekeys_sent}, received "
 	  . "$r0->{rekeys_received} -> $r1->{rekeys_received}, within ${seconds}s";
 	cmp_ok($r1->{rekeys_sent}, '>', $r0->{rekeys_sent},
 		"$what: the walsender rotated its sending key");
 	cmp_ok($r1->{rekeys_received}, '>', $r0->{rekeys_received},
-		"$what: the receiver rotated its sending key (the walsender received a KeyUpdate)");
-	is($r1->{rekey_requests}, $r0->{rekey_requests} + 1, "$what: rekey_requests grew by 1");
-	ok(!$r1->{rekey_requested}, "$what: the request is carried out both ways");
+		"$what: the receiver rotated its sending key (the walsender received a KeyUpdate)"
+	);
+	is( $r1->{rekey_requests},
+		$r0->{rekey_requests} + 1,
+		"$what: rekey_requests grew by 1");
+	ok(!$r1->{rekey_requested},
+		"$what: the request is carried out both ways");
 	is($r1->{rekey_failures}, 0, "$what: no rekey failures");
 	return $seconds;
 }
@@ -845,7 +868,7 @@ sub series_copy_md5
 {
 	my ($node, $rows, $filler) = @_;
 	return $node->safe_psql('postgres',
-		    "SELECT md5(string_agg(i || E'\\t' || md5(i::text) || repeat('x', $filler) || E'\\n', '' ORDER BY i)) "
+		"SELECT md5(string_agg(i || E'\\t' || md5(i::text) || repeat('x', $filler) || E'\\n', '' ORDER BY i)) "
 		  . "FROM generate_series(1, $rows) i");
 }
 
@@ -889,7 +912,8 @@ sub send_key_bound
 	my ($limit, $max_message) = @_;
 	my $plain = PQ_SEND_BUFFER + $max_message;
 	my $records = int(($plain + PQ_SEND_BUFFER - 1) / PQ_SEND_BUFFER) + 1;
-	return $limit + $plain + $records * TLS13_RECORD_OVERHEAD + KEY_UPDATE_RECORD;
+	return $limit + $plain + $records * TLS13_RECORD_OVERHEAD +
+	  KEY_UPDATE_RECORD;
 }
 
 =pod
@@ -905,16 +929,23 @@ its path.
 
 sub build_hostile_peer
 {
-	my @src  = sort glob(dirname(__FILE__) . '/peer/*.c');
+	my @src = sort glob(dirname(__FILE__) . '/peer/*.c');
 	my $peer = PostgreSQL::Test::Utils::tempdir('hostile') . '/hostile_peer';
 	my ($out, $err) = ('', '');
 	my $ok = @src && IPC::Run::run(
 		[
 			'cc', '-O1', '-Wall', '-Wextra', '-Werror', '-o', $peer, @src,
-			_configured_openssl_flags(), '-lssl', '-lcrypto'
+			_configured_openssl_flags(),
+			'-lssl', '-lcrypto'
 		],
-		'<', \undef, '>', \$out, '2>', \$err);
-	ok($ok && -x $peer, 'hostile_peer (test/t/peer/) compiles with -Wall -Wextra -Werror')
+		'<',
+		\undef,
+		'>',
+		\$out,
+		'2>',
+		\$err);
+	ok($ok && -x $peer,
+		'hostile_peer (test/t/peer/) compiles with -Wall -Wextra -Werror')
 	  or BAIL_OUT("cannot build hostile_peer: $out$err");
 	return $peer;
 }
@@ -924,8 +955,10 @@ sub build_hostile_peer
 # -L; none for a build against the system's OpenSSL.
 sub _configured_openssl_flags
 {
-	return ((map { "-I$_" } _configured_dirs('--cppflags', '-I')),
-		map { ("-L$_", "-Wl,-rpath,$_") } _configured_dirs('--ldflags', '-L'));
+	return (
+		(map { "-I$_" } _configured_dirs('--cppflags', '-I')),
+		map { ("-L$_", "-Wl,-rpath,$_") } _configured_dirs('--ldflags', '-L')
+	);
 }
 
 # The directories of the $flag options (-I, -L) in pg_config's $option.
@@ -935,7 +968,8 @@ sub _configured_dirs
 	my $v = '';
 	IPC::Run::run([ 'pg_config', $option ], '<', \undef, '>', \$v)
 	  or BAIL_OUT("pg_config $option failed");
-	return map { substr($_, length $flag) } grep { /^\Q$flag\E./ } split ' ', $v;
+	return map { substr($_, length $flag) } grep { /^\Q$flag\E./ } split ' ',
+	  $v;
 }
 
 =pod
@@ -999,7 +1033,7 @@ sub run_hostile_peer
 			if (@holds > $seen)
 			{
 				my $name = $holds[ $seen++ ];
-				my $cb   = $o{holds} && $o{holds}{$name};
+				my $cb = $o{holds} && $o{holds}{$name};
 				$cb->(_parse_peer($out)) if $cb;
 				$in .= "go\n";
 				next;
@@ -1010,7 +1044,8 @@ sub run_hostile_peer
 		}
 		$h->finish;
 		1;
-	} or do {
+	} or do
+	{
 		my $e = $@;
 		$h->kill_kill;
 		$out .= "\nresult=harness_error\n";
@@ -1018,7 +1053,8 @@ sub run_hostile_peer
 	};
 	my $r = _parse_peer($out);
 	$r->{_err} = $err;
-	note("hostile_peer @{ $o{args} }:\n$out" . ($err ne '' ? "stderr: $err" : ''));
+	note("hostile_peer @{ $o{args} }:\n$out"
+		  . ($err ne '' ? "stderr: $err" : ''));
 	return $r;
 }
 
