@@ -154,7 +154,7 @@ $(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=./tmp_check_regress \
 	--temp-config=$(srcdir)/test/regress.conf $(REGRESS)
 endef
 
-check-all: lint check-not-preloaded
+check-all: lint check-not-preloaded peer
 	$(regress_preloaded)
 	$(prove_installcheck)
 
@@ -165,8 +165,13 @@ check-not-preloaded:
 check-preloaded:
 	$(regress_preloaded)
 
-check-tap:
+check-tap: peer
 	$(prove_installcheck)
+
+# The hostile TLS client of test/t/030 (test/t/peer/Makefile), built in
+# the tree the TAP tests run from
+peer:
+	$(MAKE) -C $(srcdir)/test/t/peer PG_CONFIG='$(PG_CONFIG)'
 
 # Static analysis: the modules and their includes (scripts/modules.sh, which
 # first checks itself on planted breakage), then cppcheck and clang-tidy,
@@ -179,7 +184,7 @@ CONFIGURED_INCLUDES = $(patsubst -I%,-isystem %,$(filter -I%,$(shell $(PG_CONFIG
 # LINT_JOBS=N: cppcheck and clang-tidy on N files at once (scripts/test.sh:
 # one per CPU)
 LINT_JOBS ?= 1
-lint: check-sql-frozen shellcheck indent-check tidy-perl-check $(filter %.o,$(OBJS))
+lint: check-sql-frozen shellcheck indent-check tidy-perl-check peer $(filter %.o,$(OBJS))
 	bash $(srcdir)/scripts/modules.sh --self-test
 	bash $(srcdir)/scripts/modules.sh $(filter %.o,$(OBJS))
 	cppcheck -j $(LINT_JOBS) --error-exitcode=1 --enable=warning,performance,portability \
@@ -260,8 +265,9 @@ SHELL_SCRIPTS = $(wildcard $(srcdir)/scripts/*.sh $(srcdir)/bench/*.sh $(srcdir)
 shellcheck:
 	shellcheck $(SHELL_SCRIPTS)
 
-.PHONY: lint check-sql-frozen indent indent-check tidy-perl tidy-perl-check shellcheck installcheck-server check-all check-not-preloaded check-preloaded check-tap clean-checks
+.PHONY: peer lint check-sql-frozen indent indent-check tidy-perl tidy-perl-check shellcheck installcheck-server check-all check-not-preloaded check-preloaded check-tap clean-checks
 
 clean: clean-checks
 clean-checks:
+	$(MAKE) -C $(srcdir)/test/t/peer PG_CONFIG='$(PG_CONFIG)' clean
 	rm -rf ./tmp_check ./tmp_check_regress ./tmp_check_not_preloaded ./not_preloaded

@@ -920,45 +920,20 @@ sub send_key_bound
 
 =item build_hostile_peer()
 
-Compiles the C files of test/t/peer/ (hostile_peer, a misbehaving TLS client, see
-test/t/peer/main.c) against libssl with -Wall -Wextra -Werror into a temporary
-directory, as one test assertion; bails out if it does not build.  Returns
-its path.
+The hostile peer of test/t/peer/ (hostile_peer, a misbehaving TLS client, see
+test/t/peer/main.c), which make builds there (test/t/peer/Makefile, a PGXS
+PROGRAM against the OpenSSL PostgreSQL was built with, -Werror under make
+lint) before the TAP tests run: one test assertion that it is there;
+bails out if it is not.  Returns its path.
 
 =cut
 
 sub build_hostile_peer
 {
-	my @src = sort glob(dirname(__FILE__) . '/peer/*.c');
-	my $peer = PostgreSQL::Test::Utils::tempdir('hostile') . '/hostile_peer';
-	my ($out, $err) = ('', '');
-	my $ok = @src && IPC::Run::run(
-		[
-			'cc', '-O1', '-Wall', '-Wextra', '-Werror', '-o', $peer, @src,
-			_configured_openssl_flags(),
-			'-lssl', '-lcrypto'
-		],
-		'<',
-		\undef,
-		'>',
-		\$out,
-		'2>',
-		\$err);
-	ok($ok && -x $peer,
-		'hostile_peer (test/t/peer/) compiles with -Wall -Wextra -Werror')
-	  or BAIL_OUT("cannot build hostile_peer: $out$err");
+	my $peer = File::Spec->rel2abs(dirname(__FILE__) . '/peer/hostile_peer');
+	ok(-x $peer, 'hostile_peer (test/t/peer/) was built by make')
+	  or BAIL_OUT("no $peer: make check-tap builds it (make -C test/t/peer)");
 	return $peer;
-}
-
-# The OpenSSL the server under test was built against: the -I and -L
-# directories of its pg_config (the first in PATH), with an rpath for each
-# -L; none for a build against the system's OpenSSL.
-sub _configured_openssl_flags
-{
-	return (
-		(map { "-I$_" } _configured_dirs('--cppflags', '-I')),
-		map { ("-L$_", "-Wl,-rpath,$_") } _configured_dirs('--ldflags', '-L')
-	);
 }
 
 # The directories of the $flag options (-I, -L) in pg_config's $option.
