@@ -13,26 +13,26 @@
 
 /* Our own KeyUpdate, sent now. */
 enum outcome
-send_key_update(int type)
+hp_send_key_update(int type)
 {
 	int			ret;
 
 	ERR_clear_error();
-	if (!SSL_key_update(ssl, type))
+	if (!SSL_key_update(hp_ssl, type))
 	{
-		say("io_error=key_update:refused");
+		hp_say("io_error=key_update:refused");
 		return OUT_TLS_ERROR;
 	}
 	errno = 0;
-	ret = SSL_do_handshake(ssl);
+	ret = SSL_do_handshake(hp_ssl);
 	if (ret != 1)
-		return ssl_failure(ret, "send_key_update");
+		return hp_ssl_failure(ret, "send_key_update");
 	return OUT_OK;
 }
 
 /* N KeyUpdates in a row, then one query. */
 enum outcome
-mode_keyupdate_flood(long n, int type)
+hp_mode_keyupdate_flood(long n, int type)
 {
 	long		sent = 0;
 	enum outcome o = OUT_OK;
@@ -43,28 +43,28 @@ mode_keyupdate_flood(long n, int type)
 		int			ret;
 
 		ERR_clear_error();
-		if (!SSL_key_update(ssl, type))
+		if (!SSL_key_update(hp_ssl, type))
 		{
 			char		detail[256];
 
 			ERR_error_string_n(ERR_peek_error(), detail, sizeof(detail));
-			say("io_error=key_update:%s", detail);
+			hp_say("io_error=key_update:%s", detail);
 			o = OUT_TLS_ERROR;
 			break;
 		}
 		errno = 0;
-		ret = SSL_do_handshake(ssl);
+		ret = SSL_do_handshake(hp_ssl);
 		if (ret != 1)
 		{
-			o = ssl_failure(ret, "send_key_update");
+			o = hp_ssl_failure(ret, "send_key_update");
 			break;
 		}
 		sent++;
 	}
-	say("key_updates_sent=%ld", sent);
+	hp_say("key_updates_sent=%ld", sent);
 	if (o != OUT_OK)
 		return o;
-	return run_query("SELECT 1", "query", &r);
+	return hp_run_query("SELECT 1", "query", &r);
 }
 
 /*
@@ -75,68 +75,68 @@ mode_keyupdate_flood(long n, int type)
  * when it next reads.  Then read the query's answer and try "SELECT 1".
  */
 enum outcome
-mode_keyupdate_backlog(long n)
+hp_mode_keyupdate_backlog(long n)
 {
 	long		queued = 0;
 	int			pending = 0;
 	enum outcome o;
 	struct qres r;
 
-	o = send_query("SELECT pg_advisory_lock(4242), pg_advisory_unlock(4242)");
+	o = hp_send_query("SELECT pg_advisory_lock(4242), pg_advisory_unlock(4242)");
 	if (o != OUT_OK)
 		return o;
 
-	set_blocking(0);
+	hp_set_blocking(0);
 	for (long i = 0; i < n; i++)
 	{
 		int			ret;
 
 		ERR_clear_error();
-		if (!SSL_key_update(ssl, SSL_KEY_UPDATE_NOT_REQUESTED))
+		if (!SSL_key_update(hp_ssl, SSL_KEY_UPDATE_NOT_REQUESTED))
 			break;
 		errno = 0;
-		ret = SSL_do_handshake(ssl);
+		ret = SSL_do_handshake(hp_ssl);
 		if (ret == 1)
 		{
 			queued++;
 			continue;
 		}
-		if (SSL_get_error(ssl, ret) == SSL_ERROR_WANT_WRITE)
+		if (SSL_get_error(hp_ssl, ret) == SSL_ERROR_WANT_WRITE)
 		{
 			pending = 1;		/* part of it is out: finish it later */
 			break;
 		}
-		set_blocking(1);
-		o = ssl_failure(ret, "send_key_update");
-		say("key_updates_queued=%ld", queued);
+		hp_set_blocking(1);
+		o = hp_ssl_failure(ret, "send_key_update");
+		hp_say("key_updates_queued=%ld", queued);
 		return o;
 	}
-	say("key_updates_queued=%ld", queued);
-	say("socket_full=%d", pending);
-	hold("flooded");
-	set_blocking(1);
+	hp_say("key_updates_queued=%ld", queued);
+	hp_say("socket_full=%d", pending);
+	hp_hold("flooded");
+	hp_set_blocking(1);
 	if (pending)
 	{
 		int			ret;
 
 		ERR_clear_error();
 		errno = 0;
-		ret = SSL_do_handshake(ssl);
+		ret = SSL_do_handshake(hp_ssl);
 		if (ret != 1)
-			return ssl_failure(ret, "send_key_update");
+			return hp_ssl_failure(ret, "send_key_update");
 	}
 
 	memset(&r, 0, sizeof(r));
-	o = read_until_ready(&r, 0);
-	say("lock_query_result=%s", outcome_names[o]);
+	o = hp_read_until_ready(&r, 0);
+	hp_say("lock_query_result=%s", hp_outcome_names[o]);
 	if (o != OUT_OK)
 		return o;
-	return run_query("SELECT 1", "query", &r);
+	return hp_run_query("SELECT 1", "query", &r);
 }
 
 /* N times: a KeyUpdate, then a query and its whole answer. */
 enum outcome
-mode_keyupdate_spaced(long n)
+hp_mode_keyupdate_spaced(long n)
 {
 	long		sent = 0;
 	long		answered = 0;
@@ -148,28 +148,28 @@ mode_keyupdate_spaced(long n)
 		int			ret;
 
 		ERR_clear_error();
-		if (!SSL_key_update(ssl, SSL_KEY_UPDATE_NOT_REQUESTED))
+		if (!SSL_key_update(hp_ssl, SSL_KEY_UPDATE_NOT_REQUESTED))
 		{
-			say("io_error=key_update:refused");
+			hp_say("io_error=key_update:refused");
 			o = OUT_TLS_ERROR;
 			break;
 		}
 		errno = 0;
-		ret = SSL_do_handshake(ssl);
+		ret = SSL_do_handshake(hp_ssl);
 		if (ret != 1)
 		{
-			o = ssl_failure(ret, "send_key_update");
+			o = hp_ssl_failure(ret, "send_key_update");
 			break;
 		}
 		sent++;
 		memset(&r, 0, sizeof(r));
-		o = send_query("SELECT 1");
+		o = hp_send_query("SELECT 1");
 		if (o == OUT_OK)
-			o = read_until_ready(&r, 0);
+			o = hp_read_until_ready(&r, 0);
 		if (o == OUT_OK && r.datarows == 1 && strcmp(r.first_row, "1") == 0)
 			answered++;
 	}
-	say("key_updates_sent=%ld", sent);
-	say("queries_answered=%ld", answered);
+	hp_say("key_updates_sent=%ld", sent);
+	hp_say("queries_answered=%ld", answered);
 	return o;
 }

@@ -130,18 +130,18 @@
 
 #include "hostile_peer.h"
 
-int			hold_enabled = 0;
-long		preauth_key_updates = 0;
-int			no_startup = 0;
-const char *cipher_list = NULL;
-const char *ciphersuites = NULL;
-const char *next_cipher_list = NULL;
-long		every_kb = 64;
-const char *cert_file = NULL;
-const char *key_file = NULL;
-const char *query_text = "SELECT 1";
-const char *password = NULL;
-int			wait_close = 0;
+int			hp_hold_enabled = 0;
+long		hp_preauth_key_updates = 0;
+int			hp_no_startup = 0;
+const char *hp_cipher_list = NULL;
+const char *hp_ciphersuites = NULL;
+const char *hp_next_cipher_list = NULL;
+long		hp_every_kb = 64;
+const char *hp_cert_file = NULL;
+const char *hp_key_file = NULL;
+const char *hp_query_text = "SELECT 1";
+const char *hp_password = NULL;
+int			hp_wait_close = 0;
 
 static void
 on_alarm(int sig)
@@ -198,7 +198,7 @@ main(int argc, char **argv)
 	for (i = 1; i < argc; i++)
 	{
 		if (strcmp(argv[i], "--hold") == 0)
-			hold_enabled = 1;
+			hp_hold_enabled = 1;
 		else if (i + 1 < argc && strcmp(argv[i], "--host") == 0)
 			host = argv[++i];
 		else if (i + 1 < argc && strcmp(argv[i], "--port") == 0)
@@ -212,27 +212,27 @@ main(int argc, char **argv)
 		else if (i + 1 < argc && strcmp(argv[i], "--table") == 0)
 			table = argv[++i];
 		else if (i + 1 < argc && strcmp(argv[i], "--preauth-key-updates") == 0)
-			preauth_key_updates = atol(argv[++i]);
+			hp_preauth_key_updates = atol(argv[++i]);
 		else if (strcmp(argv[i], "--no-startup") == 0)
-			no_startup = 1;
+			hp_no_startup = 1;
 		else if (i + 1 < argc && strcmp(argv[i], "--cipher") == 0)
-			cipher_list = argv[++i];
+			hp_cipher_list = argv[++i];
 		else if (i + 1 < argc && strcmp(argv[i], "--next-cipher") == 0)
-			next_cipher_list = argv[++i];
+			hp_next_cipher_list = argv[++i];
 		else if (i + 1 < argc && strcmp(argv[i], "--every-kb") == 0)
-			every_kb = atol(argv[++i]);
+			hp_every_kb = atol(argv[++i]);
 		else if (i + 1 < argc && strcmp(argv[i], "--cert") == 0)
-			cert_file = argv[++i];
+			hp_cert_file = argv[++i];
 		else if (i + 1 < argc && strcmp(argv[i], "--key") == 0)
-			key_file = argv[++i];
+			hp_key_file = argv[++i];
 		else if (i + 1 < argc && strcmp(argv[i], "--query") == 0)
-			query_text = argv[++i];
+			hp_query_text = argv[++i];
 		else if (i + 1 < argc && strcmp(argv[i], "--ciphersuites") == 0)
-			ciphersuites = argv[++i];
+			hp_ciphersuites = argv[++i];
 		else if (i + 1 < argc && strcmp(argv[i], "--password") == 0)
-			password = argv[++i];
+			hp_password = argv[++i];
 		else if (strcmp(argv[i], "--wait-close") == 0)
-			wait_close = 1;
+			hp_wait_close = 1;
 		else if (argv[i][0] == '-')
 			usage();
 		else
@@ -246,56 +246,56 @@ main(int argc, char **argv)
 	if (strcmp(tls, "1.2") != 0 && strcmp(tls, "1.3") != 0)
 		usage();
 	if (strlen(user) > 100 || strlen(db) > 100 || strlen(table) > 100 ||
-		(password != NULL && strlen(password) > 200))
+		(hp_password != NULL && strlen(hp_password) > 200))
 		usage();
 
 	if (strcmp(mode, "refuse-renegotiation") == 0)
 		extra_options |= (long) SSL_OP_NO_RENEGOTIATION;
 
-	say("mode=%s", mode);
-	if (connect_and_start(host, port, user, db, tls, extra_options) != 0)
+	hp_say("mode=%s", mode);
+	if (hp_connect_and_start(host, port, user, db, tls, extra_options) != 0)
 		return 2;
 
 	if (strcmp(mode, "keyupdate-flood") == 0 && arg >= 0)
-		o = mode_keyupdate_flood(arg, SSL_KEY_UPDATE_NOT_REQUESTED);
+		o = hp_mode_keyupdate_flood(arg, SSL_KEY_UPDATE_NOT_REQUESTED);
 	else if (strcmp(mode, "keyupdate-requested-flood") == 0 && arg >= 0)
-		o = mode_keyupdate_flood(arg, SSL_KEY_UPDATE_REQUESTED);
+		o = hp_mode_keyupdate_flood(arg, SSL_KEY_UPDATE_REQUESTED);
 	else if (strcmp(mode, "keyupdate-backlog") == 0 && arg >= 0)
-		o = mode_keyupdate_backlog(arg);
+		o = hp_mode_keyupdate_backlog(arg);
 	else if (strcmp(mode, "keyupdate-spaced") == 0 && arg >= 0)
-		o = mode_keyupdate_spaced(arg);
+		o = hp_mode_keyupdate_spaced(arg);
 	else if (strcmp(mode, "never-answer") == 0 && arg > 0)
-		o = mode_never_answer(arg, table, 0);
+		o = hp_mode_never_answer(arg, table, 0);
 	else if (strcmp(mode, "stall-after") == 0 && arg > 0)
-		o = mode_never_answer(0, table, arg);
+		o = hp_mode_never_answer(0, table, arg);
 	else if (strcmp(mode, "renegotiate") == 0)
-		o = mode_renegotiate();
+		o = hp_mode_renegotiate();
 	else if (strcmp(mode, "refuse-renegotiation") == 0)
-		o = mode_refuse_renegotiation(arg > 0 ? arg : 300000);
+		o = hp_mode_refuse_renegotiation(arg > 0 ? arg : 300000);
 	else if (strcmp(mode, "read-large") == 0 && arg > 0)
-		o = mode_read_large(arg);
+		o = hp_mode_read_large(arg);
 	else if (strcmp(mode, "read-large-pipelined") == 0 && arg > 0)
-		o = mode_read_large_pipelined(arg);
+		o = hp_mode_read_large_pipelined(arg);
 	else if (strcmp(mode, "keyupdate-interleaved") == 0 && arg > 0)
-		o = mode_keyupdate_interleaved(arg);
-	else if (strcmp(mode, "copy-keyupdates") == 0 && arg > 0 && every_kb > 0)
-		o = mode_copy_keyupdates(arg, table);
+		o = hp_mode_keyupdate_interleaved(arg);
+	else if (strcmp(mode, "copy-keyupdates") == 0 && arg > 0 && hp_every_kb > 0)
+		o = hp_mode_copy_keyupdates(arg, table);
 	else if (strcmp(mode, "copy-answering") == 0 && arg > 0)
-		o = mode_copy_answering(arg, table, 0);
+		o = hp_mode_copy_answering(arg, table, 0);
 	else if (strcmp(mode, "copy-answering-then-query") == 0 && arg > 0)
-		o = mode_copy_answering(arg, table, 1);
+		o = hp_mode_copy_answering(arg, table, 1);
 	else if (strcmp(mode, "late-reader") == 0 && arg > 0)
-		o = mode_late_reader(arg);
+		o = hp_mode_late_reader(arg);
 	else if (strcmp(mode, "hold-before-reading") == 0 && arg > 0)
-		o = mode_hold_before_reading(arg);
+		o = hp_mode_hold_before_reading(arg);
 	else if (strcmp(mode, "idle-then-query") == 0)
-		o = mode_idle_then_query();
-	else if (strcmp(mode, "silence") == 0 && no_startup)
+		o = hp_mode_idle_then_query();
+	else if (strcmp(mode, "silence") == 0 && hp_no_startup)
 	{
-		o = mode_silence();
-		say_tls_counts();
-		say("result=%s", outcome_names[o]);
-		close(sock);
+		o = hp_mode_silence();
+		hp_say_tls_counts();
+		hp_say("result=%s", hp_outcome_names[o]);
+		close(hp_sock);
 		return 0;
 	}
 	else
@@ -305,19 +305,19 @@ main(int argc, char **argv)
 	{
 		unsigned char term[5];
 
-		hold("end");
+		hp_hold("end");
 		term[0] = 'X';
-		put32(term + 1, 4);
-		(void) write_all(term, sizeof(term), "write_terminate");
+		hp_put32(term + 1, 4);
+		(void) hp_write_all(term, sizeof(term), "write_terminate");
 		ERR_clear_error();
 		/* no close_notify of ours: the server would not read it */
-		if (wait_close)
-			drain_and_say_tcp_counts();
+		if (hp_wait_close)
+			hp_drain_and_say_tcp_counts();
 		else
-			(void) SSL_shutdown(ssl);
+			(void) SSL_shutdown(hp_ssl);
 	}
-	say_tls_counts();
-	say("result=%s", outcome_names[o]);
-	close(sock);
+	hp_say_tls_counts();
+	hp_say("result=%s", hp_outcome_names[o]);
+	close(hp_sock);
 	return 0;
 }

@@ -27,12 +27,12 @@
 #define SSL_R_UNEXPECTED_EOF_WHILE_READING (-1)
 #endif
 
-const char *const outcome_names[] = {
+const char *const hp_outcome_names[] = {
 	"ok", "error", "fatal", "closed", "tls_error"
 };
 
-SSL		   *ssl;
-int			sock = -1;
+SSL		   *hp_ssl;
+int			hp_sock = -1;
 
 static long long app_bytes_read = 0;
 
@@ -42,7 +42,7 @@ static size_t inbuf_len;
 static size_t inbuf_cap;
 
 void
-say(const char *fmt,...)
+hp_say(const char *fmt,...)
 {
 	va_list		ap;
 
@@ -73,9 +73,9 @@ oneline(char *dst, size_t cap, const char *src, size_t len)
  * OUT_CLOSED or OUT_TLS_ERROR.
  */
 enum outcome
-ssl_failure(int ret, const char *what)
+hp_ssl_failure(int ret, const char *what)
 {
-	int			err = SSL_get_error(ssl, ret);
+	int			err = SSL_get_error(hp_ssl, ret);
 	int			saved_errno = errno;
 	unsigned long e = ERR_peek_error();
 	char		detail[256];
@@ -117,12 +117,12 @@ ssl_failure(int ret, const char *what)
 			break;
 	}
 	ERR_clear_error();
-	say("io_error=%s:%s", what, detail);
+	hp_say("io_error=%s:%s", what, detail);
 	return kind;
 }
 
 enum outcome
-write_all(const void *buf, size_t len, const char *what)
+hp_write_all(const void *buf, size_t len, const char *what)
 {
 	const unsigned char *p = buf;
 
@@ -132,9 +132,9 @@ write_all(const void *buf, size_t len, const char *what)
 
 		ERR_clear_error();
 		errno = 0;
-		n = SSL_write(ssl, p, (int) len);
+		n = SSL_write(hp_ssl, p, (int) len);
 		if (n <= 0)
-			return ssl_failure(n, what);
+			return hp_ssl_failure(n, what);
 		p += n;
 		len -= (size_t) n;
 	}
@@ -153,23 +153,23 @@ read_more(void)
 		inbuf = realloc(inbuf, inbuf_cap);
 		if (inbuf == NULL)
 		{
-			say("result=tls_error");
-			say("detail=out of memory");
+			hp_say("result=tls_error");
+			hp_say("detail=out of memory");
 			exit(2);
 		}
 	}
 	ERR_clear_error();
 	errno = 0;
-	n = SSL_read(ssl, inbuf + inbuf_len, (int) (inbuf_cap - inbuf_len));
+	n = SSL_read(hp_ssl, inbuf + inbuf_len, (int) (inbuf_cap - inbuf_len));
 	if (n <= 0)
-		return ssl_failure(n, "read");
+		return hp_ssl_failure(n, "read");
 	inbuf_len += (size_t) n;
 	app_bytes_read += n;
 	return OUT_OK;
 }
 
 uint32_t
-get32(const unsigned char *p)
+hp_get32(const unsigned char *p)
 {
 	return ((uint32_t) p[0] << 24) | ((uint32_t) p[1] << 16) |
 		((uint32_t) p[2] << 8) | (uint32_t) p[3];
@@ -177,7 +177,7 @@ get32(const unsigned char *p)
 }
 
 void
-put32(unsigned char *p, uint32_t v)
+hp_put32(unsigned char *p, uint32_t v)
 {
 	p[0] = (unsigned char) (v >> 24);
 	p[1] = (unsigned char) (v >> 16);
@@ -190,7 +190,7 @@ put32(unsigned char *p, uint32_t v)
  * *len bytes (caller frees).
  */
 enum outcome
-read_msg(char *type, unsigned char **body, size_t *len)
+hp_read_msg(char *type, unsigned char **body, size_t *len)
 {
 	uint32_t	mlen;
 	enum outcome o;
@@ -198,10 +198,10 @@ read_msg(char *type, unsigned char **body, size_t *len)
 	while (inbuf_len < 5)
 		if ((o = read_more()) != OUT_OK)
 			return o;
-	mlen = get32(inbuf + 1);
+	mlen = hp_get32(inbuf + 1);
 	if (mlen < 4 || mlen > 64u * 1024 * 1024)
 	{
-		say("io_error=protocol:bad message length %u", mlen);
+		hp_say("io_error=protocol:bad message length %u", mlen);
 		return OUT_TLS_ERROR;
 	}
 	while (inbuf_len < 1 + (size_t) mlen)
@@ -221,7 +221,7 @@ read_msg(char *type, unsigned char **body, size_t *len)
 
 /* ErrorResponse: severity and message; returns 1 if FATAL or PANIC. */
 int
-parse_error(const unsigned char *body, size_t len, char *out, size_t cap)
+hp_parse_error(const unsigned char *body, size_t len, char *out, size_t cap)
 {
 	const char *sev = "";
 	const char *msg = "";
@@ -246,7 +246,7 @@ parse_error(const unsigned char *body, size_t len, char *out, size_t cap)
 
 /* Read backend messages until ReadyForQuery (or the end). */
 enum outcome
-read_until_ready(struct qres *r, char stop_at)
+hp_read_until_ready(struct qres *r, char stop_at)
 {
 	int			had_error = 0;
 	int			had_fatal = 0;
@@ -256,7 +256,7 @@ read_until_ready(struct qres *r, char stop_at)
 		char		type;
 		unsigned char *body;
 		size_t		len;
-		enum outcome o = read_msg(&type, &body, &len);
+		enum outcome o = hp_read_msg(&type, &body, &len);
 
 		if (o != OUT_OK)
 			return had_fatal ? OUT_FATAL : o;
@@ -272,7 +272,7 @@ read_until_ready(struct qres *r, char stop_at)
 
 					for (unsigned c = 0; c < ncols && i + 4 <= len; c++)
 					{
-						int32_t		cl = (int32_t) get32(body + i);
+						int32_t		cl = (int32_t) hp_get32(body + i);
 
 						i += 4;
 						if (c > 0 && rl + 1 < sizeof(row))
@@ -300,10 +300,10 @@ read_until_ready(struct qres *r, char stop_at)
 				oneline(r->tag, sizeof(r->tag), (const char *) body, strnlen((const char *) body, len));
 				break;
 			case 'E':
-				if (parse_error(body, len, r->error, sizeof(r->error)))
+				if (hp_parse_error(body, len, r->error, sizeof(r->error)))
 					had_fatal = 1;
 				had_error = 1;
-				say("server_error=%s", r->error);
+				hp_say("server_error=%s", r->error);
 				break;
 			default:
 				break;
@@ -315,7 +315,7 @@ read_until_ready(struct qres *r, char stop_at)
 }
 
 enum outcome
-send_query(const char *sql)
+hp_send_query(const char *sql)
 {
 	size_t		sl = strlen(sql) + 1;
 	unsigned char *m = malloc(5 + sl);
@@ -324,46 +324,46 @@ send_query(const char *sql)
 	if (m == NULL)
 		exit(2);
 	m[0] = 'Q';
-	put32(m + 1, (uint32_t) (4 + sl));
+	hp_put32(m + 1, (uint32_t) (4 + sl));
 	memcpy(m + 5, sql, sl);
-	o = write_all(m, 5 + sl, "write_query");
+	o = hp_write_all(m, 5 + sl, "write_query");
 	free(m);
 	return o;
 }
 
 /* Send a query, read its whole answer, report it with prefix. */
 enum outcome
-run_query(const char *sql, const char *prefix, struct qres *r)
+hp_run_query(const char *sql, const char *prefix, struct qres *r)
 {
 	enum outcome o;
 
 	memset(r, 0, sizeof(*r));
 	app_bytes_read = 0;
-	o = send_query(sql);
+	o = hp_send_query(sql);
 	if (o == OUT_OK)
-		o = read_until_ready(r, 0);
-	say("%s_result=%s", prefix, outcome_names[o]);
-	say("%s_app_bytes_read=%lld", prefix, app_bytes_read);
+		o = hp_read_until_ready(r, 0);
+	hp_say("%s_result=%s", prefix, hp_outcome_names[o]);
+	hp_say("%s_app_bytes_read=%lld", prefix, app_bytes_read);
 	if (r->datarows > 0 || o == OUT_OK)
 	{
-		say("%s_datarows=%ld", prefix, r->datarows);
-		say("%s_datarow_bytes=%lld", prefix, r->datarow_bytes);
+		hp_say("%s_datarows=%ld", prefix, r->datarows);
+		hp_say("%s_datarow_bytes=%lld", prefix, r->datarow_bytes);
 		if (r->datarow_bytes <= 200)
-			say("%s_row=%s", prefix, r->first_row);
+			hp_say("%s_row=%s", prefix, r->first_row);
 	}
 	if (r->tag[0])
-		say("%s_tag=%s", prefix, r->tag);
+		hp_say("%s_tag=%s", prefix, r->tag);
 	return o;
 }
 
 void
-hold(const char *name)
+hp_hold(const char *name)
 {
 	char		line[64];
 
-	if (!hold_enabled)
+	if (!hp_hold_enabled)
 		return;
-	say("hold=%s", name);
+	hp_say("hold=%s", name);
 	if (fgets(line, sizeof(line), stdin) == NULL)
 	{
 		/* stdin closed: go on */
@@ -371,16 +371,16 @@ hold(const char *name)
 }
 
 void
-set_blocking(int blocking)
+hp_set_blocking(int blocking)
 {
-	int			fl = fcntl(sock, F_GETFL);
+	int			fl = fcntl(hp_sock, F_GETFL);
 
 	if (fl >= 0)
-		(void) fcntl(sock, F_SETFL, blocking ? (fl & ~O_NONBLOCK) : (fl | O_NONBLOCK));
+		(void) fcntl(hp_sock, F_SETFL, blocking ? (fl & ~O_NONBLOCK) : (fl | O_NONBLOCK));
 }
 
 double
-now_seconds(void)
+hp_now_seconds(void)
 {
 	struct timespec ts;
 

@@ -27,10 +27,10 @@ start_copy(const char *table)
 
 	snprintf(sql, sizeof(sql), "COPY %s FROM STDIN", table);
 	memset(&r, 0, sizeof(r));
-	o = send_query(sql);
+	o = hp_send_query(sql);
 	if (o == OUT_OK)
-		o = read_until_ready(&r, 'G');
-	say("copy_started=%d", o == OUT_OK);
+		o = hp_read_until_ready(&r, 'G');
+	hp_say("copy_started=%d", o == OUT_OK);
 	return o;
 }
 
@@ -43,7 +43,7 @@ copy_row_message(void)
 	if (msg == NULL)
 		exit(2);
 	msg[0] = 'd';
-	put32(msg + 1, 4 + COPY_ROW_BYTES);
+	hp_put32(msg + 1, 4 + COPY_ROW_BYTES);
 	memset(msg + 5, 'x', COPY_ROW_BYTES - 1);
 	msg[5 + COPY_ROW_BYTES - 1] = '\n';
 	return msg;
@@ -58,17 +58,17 @@ finish_copy(void)
 	enum outcome o;
 
 	done[0] = 'c';
-	put32(done + 1, 4);
-	o = write_all(done, sizeof(done), "write_copydone");
-	say("copy_done_sent=%d", o == OUT_OK);
+	hp_put32(done + 1, 4);
+	o = hp_write_all(done, sizeof(done), "write_copydone");
+	hp_say("copy_done_sent=%d", o == OUT_OK);
 	if (o != OUT_OK)
 		return o;
 
 	memset(&r, 0, sizeof(r));
-	o = read_until_ready(&r, 0);
-	say("copy_result=%s", outcome_names[o]);
+	o = hp_read_until_ready(&r, 0);
+	hp_say("copy_result=%s", hp_outcome_names[o]);
 	if (r.tag[0])
-		say("copy_tag=%s", r.tag);
+		hp_say("copy_tag=%s", r.tag);
 	return o;
 }
 
@@ -77,7 +77,7 @@ finish_copy(void)
  * each: never two KeyUpdates in a row, yet one per byte.
  */
 enum outcome
-mode_keyupdate_interleaved(long n)
+hp_mode_keyupdate_interleaved(long n)
 {
 	unsigned char *m;
 	size_t		len = n < 32 ? 32 : (size_t) n;
@@ -90,29 +90,29 @@ mode_keyupdate_interleaved(long n)
 		exit(2);
 	/* 'Q', length, "SELECT 1 --xxx...", NUL */
 	m[0] = 'Q';
-	put32(m + 1, (uint32_t) (len - 1));
+	hp_put32(m + 1, (uint32_t) (len - 1));
 	memcpy(m + 5, "SELECT 1 --", 11);
 	memset(m + 16, 'x', len - 17);
 	m[len - 1] = '\0';
 
 	for (size_t i = 0; i < len && o == OUT_OK; i++)
 	{
-		o = send_key_update(SSL_KEY_UPDATE_NOT_REQUESTED);
+		o = hp_send_key_update(SSL_KEY_UPDATE_NOT_REQUESTED);
 		if (o == OUT_OK)
 		{
 			sent++;
-			o = write_all(m + i, 1, "write_query_byte");
+			o = hp_write_all(m + i, 1, "write_query_byte");
 		}
 	}
 	free(m);
-	say("key_updates_sent=%ld", sent);
+	hp_say("key_updates_sent=%ld", sent);
 	if (o != OUT_OK)
 		return o;
 	memset(&r, 0, sizeof(r));
-	o = read_until_ready(&r, 0);
-	say("query_result=%s", outcome_names[o]);
+	o = hp_read_until_ready(&r, 0);
+	hp_say("query_result=%s", hp_outcome_names[o]);
 	if (r.datarows > 0)
-		say("query_row=%s", r.first_row);
+		hp_say("query_row=%s", r.first_row);
 	return o;
 }
 
@@ -130,7 +130,7 @@ mode_keyupdate_interleaved(long n)
  * connection.
  */
 enum outcome
-mode_never_answer(long mb, const char *table, long stall_kb)
+hp_mode_never_answer(long mb, const char *table, long stall_kb)
 {
 	enum outcome o;
 	unsigned char *msg;
@@ -146,7 +146,7 @@ mode_never_answer(long mb, const char *table, long stall_kb)
 	/* no SSL_read from here until CopyDone is out */
 	for (long i = 0; i < rows; i++)
 	{
-		o = write_all(msg, 5 + COPY_ROW_BYTES, "write_copydata");
+		o = hp_write_all(msg, 5 + COPY_ROW_BYTES, "write_copydata");
 		if (o != OUT_OK)
 			break;
 		sent_rows++;
@@ -163,60 +163,60 @@ mode_never_answer(long mb, const char *table, long stall_kb)
 			exit(2);
 		memset(part, 'x', first);
 		part[0] = 'd';
-		put32(part + 1, 4 + 1024 * 1024);
-		o = write_all(part, first, "write_partial_copydata");
+		hp_put32(part + 1, 4 + 1024 * 1024);
+		o = hp_write_all(part, first, "write_partial_copydata");
 		if (o == OUT_OK)
-			o = write_all(part + first - last, last, "write_partial_copydata");
+			o = hp_write_all(part + first - last, last, "write_partial_copydata");
 		if (o == OUT_OK)
 			sent_bytes += first + last;
 		free(part);
 	}
 	free(msg);
-	say("copy_rows_sent=%ld", sent_rows);
-	say("copy_bytes_sent=%lld", sent_bytes);
+	hp_say("copy_rows_sent=%ld", sent_rows);
+	hp_say("copy_bytes_sent=%lld", sent_bytes);
 	if (o == OUT_OK && stall_kb > 0)
 	{
-		say("stalled=1");
-		hold("stalled");
+		hp_say("stalled=1");
+		hp_hold("stalled");
 
 		/*
 		 * Still up?  A server that ended the session has said why (a FATAL:
 		 * read it) or closed the socket: a read says so (without blocking:
 		 * data may be absent).
 		 */
-		set_blocking(0);
+		hp_set_blocking(0);
 		ERR_clear_error();
 		{
 			char		c;
-			int			n = SSL_peek(ssl, &c, 1);
-			int			err = SSL_get_error(ssl, n);
+			int			n = SSL_peek(hp_ssl, &c, 1);
+			int			err = SSL_get_error(hp_ssl, n);
 
 			if (n > 0)
 			{
 				struct qres r;
 
-				set_blocking(1);
+				hp_set_blocking(1);
 				memset(&r, 0, sizeof(r));
-				o = read_until_ready(&r, 0);
+				o = hp_read_until_ready(&r, 0);
 				if (o == OUT_OK)
-					say("after_stall=open");
+					hp_say("after_stall=open");
 			}
 			else if (err == SSL_ERROR_WANT_READ)
 			{
-				say("after_stall=open");
+				hp_say("after_stall=open");
 				o = OUT_OK;
 			}
 			else
-				o = ssl_failure(n, "after_stall");
+				o = hp_ssl_failure(n, "after_stall");
 		}
-		say("copy_done_sent=0");
-		say("result=%s", o == OUT_OK ? "stalled" : outcome_names[o]);
-		close(sock);
+		hp_say("copy_done_sent=0");
+		hp_say("result=%s", o == OUT_OK ? "stalled" : hp_outcome_names[o]);
+		close(hp_sock);
 		exit(0);
 	}
 	if (o != OUT_OK)
 	{
-		say("copy_done_sent=0");
+		hp_say("copy_done_sent=0");
 		return o;
 	}
 
@@ -225,7 +225,7 @@ mode_never_answer(long mb, const char *table, long stall_kb)
 
 /* COPY FROM of mb megabytes, our KeyUpdate every every_kb kB. */
 enum outcome
-mode_copy_keyupdates(long mb, const char *table)
+hp_mode_copy_keyupdates(long mb, const char *table)
 {
 	enum outcome o;
 	unsigned char *msg;
@@ -238,17 +238,17 @@ mode_copy_keyupdates(long mb, const char *table)
 	msg = copy_row_message();
 	for (long i = 0; i < rows && o == OUT_OK; i++)
 	{
-		o = write_all(msg, 5 + COPY_ROW_BYTES, "write_copydata");
+		o = hp_write_all(msg, 5 + COPY_ROW_BYTES, "write_copydata");
 		since_update += 5 + COPY_ROW_BYTES;
-		if (o == OUT_OK && since_update >= every_kb * 1024)
+		if (o == OUT_OK && since_update >= hp_every_kb * 1024)
 		{
-			o = send_key_update(SSL_KEY_UPDATE_NOT_REQUESTED);
+			o = hp_send_key_update(SSL_KEY_UPDATE_NOT_REQUESTED);
 			since_update = 0;
 			sent += o == OUT_OK;
 		}
 	}
 	free(msg);
-	say("key_updates_sent=%ld", sent);
+	hp_say("key_updates_sent=%ld", sent);
 	if (o != OUT_OK)
 		return o;
 	return finish_copy();
@@ -261,53 +261,53 @@ mode_copy_keyupdates(long mb, const char *table)
  * socket while it sends does.
  */
 enum outcome
-mode_copy_answering(long seconds, const char *table, int then_query)
+hp_mode_copy_answering(long seconds, const char *table, int then_query)
 {
 	enum outcome o;
 	unsigned char *msg;
-	double		start = now_seconds();
+	double		start = hp_now_seconds();
 	long		rows = 0;
 
 	if ((o = start_copy(table)) != OUT_OK)
 		return o;
 	msg = copy_row_message();
-	while (o == OUT_OK && now_seconds() - start < seconds)
+	while (o == OUT_OK && hp_now_seconds() - start < seconds)
 	{
 		char		c;
 		int			n;
 
-		o = write_all(msg, 5 + COPY_ROW_BYTES, "write_copydata");
+		o = hp_write_all(msg, 5 + COPY_ROW_BYTES, "write_copydata");
 		if (o != OUT_OK)
 			break;
 		rows++;
 		usleep(5000);
 
-		set_blocking(0);
+		hp_set_blocking(0);
 		ERR_clear_error();
-		n = SSL_peek(ssl, &c, 1);
-		if (n <= 0 && SSL_get_error(ssl, n) != SSL_ERROR_WANT_READ)
-			o = ssl_failure(n, "poll");
+		n = SSL_peek(hp_ssl, &c, 1);
+		if (n <= 0 && SSL_get_error(hp_ssl, n) != SSL_ERROR_WANT_READ)
+			o = hp_ssl_failure(n, "poll");
 		else if (n > 0)
 		{
-			say("io_error=poll:the server answered during COPY");
+			hp_say("io_error=poll:the server answered during COPY");
 			o = OUT_ERROR;
 		}
-		set_blocking(1);
+		hp_set_blocking(1);
 	}
 	free(msg);
-	say("copy_rows_sent=%ld", rows);
-	say("copy_seconds=%.3f", now_seconds() - start);
+	hp_say("copy_rows_sent=%ld", rows);
+	hp_say("copy_seconds=%.3f", hp_now_seconds() - start);
 	if (o != OUT_OK)
 		return o;
 	o = finish_copy();
 	if (o == OUT_OK && then_query)
 	{
-		long		before = key_updates_sent_so_far();
+		long		before = hp_key_updates_sent_so_far();
 		struct qres r;
 
 		for (int i = 0; i < 2 && o == OUT_OK; i++)
-			o = run_query("SELECT 1", "after_copy", &r);
-		say("key_updates_sent_after_copy=%ld", key_updates_sent_so_far() - before);
+			o = hp_run_query("SELECT 1", "after_copy", &r);
+		hp_say("key_updates_sent_after_copy=%ld", hp_key_updates_sent_so_far() - before);
 	}
 	return o;
 }

@@ -59,7 +59,7 @@ on_tls_message(int write_p, int version, int content_type, const void *buf,
 
 /* KeyUpdates we sent so far. */
 long
-key_updates_sent_so_far(void)
+hp_key_updates_sent_so_far(void)
 {
 	return key_updates_written;
 }
@@ -78,18 +78,18 @@ on_tls_info(const SSL *s, int where, int ret)
 static enum outcome
 send_password(void)
 {
-	size_t		pl = strlen(password) + 1;
+	size_t		pl = strlen(hp_password) + 1;
 	unsigned char m[5 + 256];
 
 	m[0] = 'p';
-	put32(m + 1, (uint32_t) (4 + pl));
-	memcpy(m + 5, password, pl);
-	return write_all(m, 5 + pl, "write_password");
+	hp_put32(m + 1, (uint32_t) (4 + pl));
+	memcpy(m + 5, hp_password, pl);
+	return hp_write_all(m, 5 + pl, "write_password");
 }
 
 /* Read until the server closes, then report the kernel's counts. */
 void
-drain_and_say_tcp_counts(void)
+hp_drain_and_say_tcp_counts(void)
 {
 	char		c[512];
 
@@ -99,49 +99,49 @@ drain_and_say_tcp_counts(void)
 
 		ERR_clear_error();
 		errno = 0;
-		n = SSL_read(ssl, c, sizeof(c));
+		n = SSL_read(hp_ssl, c, sizeof(c));
 		if (n <= 0)
 		{
-			(void) ssl_failure(n, "drain");
+			(void) hp_ssl_failure(n, "drain");
 			break;
 		}
 	}
 	/* after a close_notify, the FIN (which the kernel counts) */
-	while (read(sock, c, sizeof(c)) > 0)
+	while (read(hp_sock, c, sizeof(c)) > 0)
 		;
-	say_tcp_counts();
+	hp_say_tcp_counts();
 }
 
 /* The kernel's counts for our socket. */
 void
-say_tcp_counts(void)
+hp_say_tcp_counts(void)
 {
 	struct tcp_info ti;
 	socklen_t	tl = sizeof(ti);
 
 	memset(&ti, 0, sizeof(ti));
-	if (getsockopt(sock, IPPROTO_TCP, TCP_INFO, &ti, &tl) != 0)
+	if (getsockopt(hp_sock, IPPROTO_TCP, TCP_INFO, &ti, &tl) != 0)
 	{
-		say("tcp_info=unavailable:%s", strerror(errno));
+		hp_say("tcp_info=unavailable:%s", strerror(errno));
 		return;
 	}
-	say("tcp_bytes_received=%llu", (unsigned long long) ti.tcpi_bytes_received);
-	say("tcp_bytes_acked=%llu", (unsigned long long) ti.tcpi_bytes_acked);
+	hp_say("tcp_bytes_received=%llu", (unsigned long long) ti.tcpi_bytes_received);
+	hp_say("tcp_bytes_acked=%llu", (unsigned long long) ti.tcpi_bytes_acked);
 }
 
 void
-say_tls_counts(void)
+hp_say_tls_counts(void)
 {
-	say("key_updates_sent_total=%ld", key_updates_written);
-	say("key_updates_received_total=%ld", key_updates_read);
-	say("key_updates_received_max_in_row=%ld", key_updates_read_max_in_row);
-	say("renegotiations_completed=%ld",
-		handshakes_completed > 0 ? handshakes_completed - 1 : 0);
+	hp_say("key_updates_sent_total=%ld", key_updates_written);
+	hp_say("key_updates_received_total=%ld", key_updates_read);
+	hp_say("key_updates_received_max_in_row=%ld", key_updates_read_max_in_row);
+	hp_say("renegotiations_completed=%ld",
+		   handshakes_completed > 0 ? handshakes_completed - 1 : 0);
 }
 
 int
-connect_and_start(const char *host, int port, const char *user,
-				  const char *db, const char *tls, long extra_options)
+hp_connect_and_start(const char *host, int port, const char *user,
+					 const char *db, const char *tls, long extra_options)
 {
 	struct sockaddr_in sa;
 	unsigned char req[8];
@@ -154,45 +154,45 @@ connect_and_start(const char *host, int port, const char *user,
 	int			r;
 	struct qres dummy;
 
-	sock = socket(AF_INET, SOCK_STREAM, 0);
-	if (sock < 0)
+	hp_sock = socket(AF_INET, SOCK_STREAM, 0);
+	if (hp_sock < 0)
 	{
-		say("result=closed");
-		say("detail=socket: %s", strerror(errno));
+		hp_say("result=closed");
+		hp_say("detail=socket: %s", strerror(errno));
 		return -1;
 	}
-	(void) setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	(void) setsockopt(hp_sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
 	sa.sin_port = htons((uint16_t) port);
 	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
 	{
-		say("detail=bad host %s (an IPv4 address is needed)", host);
-		say("result=error");
+		hp_say("detail=bad host %s (an IPv4 address is needed)", host);
+		hp_say("result=error");
 		return -1;
 	}
-	if (connect(sock, (struct sockaddr *) &sa, sizeof(sa)) != 0)
+	if (connect(hp_sock, (struct sockaddr *) &sa, sizeof(sa)) != 0)
 	{
-		say("result=closed");
-		say("detail=connect: %s", strerror(errno));
+		hp_say("result=closed");
+		hp_say("detail=connect: %s", strerror(errno));
 		return -1;
 	}
 	{
 		struct sockaddr_in local;
 		socklen_t	ll = sizeof(local);
 
-		if (getsockname(sock, (struct sockaddr *) &local, &ll) == 0)
-			say("client_port=%u", (unsigned) ntohs(local.sin_port));
+		if (getsockname(hp_sock, (struct sockaddr *) &local, &ll) == 0)
+			hp_say("client_port=%u", (unsigned) ntohs(local.sin_port));
 	}
 
 	/* SSLRequest */
-	put32(req, 8);
-	put32(req + 4, 80877103);
-	if (write(sock, req, sizeof(req)) != (ssize_t) sizeof(req) ||
-		read(sock, &answer, 1) != 1 || answer != 'S')
+	hp_put32(req, 8);
+	hp_put32(req + 4, 80877103);
+	if (write(hp_sock, req, sizeof(req)) != (ssize_t) sizeof(req) ||
+		read(hp_sock, &answer, 1) != 1 || answer != 'S')
 	{
-		say("result=closed");
-		say("detail=SSLRequest refused");
+		hp_say("result=closed");
+		hp_say("detail=SSLRequest refused");
 		return -1;
 	}
 
@@ -201,8 +201,8 @@ connect_and_start(const char *host, int port, const char *user,
 		!SSL_CTX_set_min_proto_version(ctx, version) ||
 		!SSL_CTX_set_max_proto_version(ctx, version))
 	{
-		say("detail=SSL_CTX set-up failed");
-		say("result=tls_error");
+		hp_say("detail=SSL_CTX set-up failed");
+		hp_say("result=tls_error");
 		return -1;
 	}
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
@@ -210,82 +210,82 @@ connect_and_start(const char *host, int port, const char *user,
 	SSL_CTX_set_mode(ctx, SSL_MODE_AUTO_RETRY);
 	SSL_CTX_set_msg_callback(ctx, on_tls_message);
 	SSL_CTX_set_info_callback(ctx, on_tls_info);
-	if (cert_file != NULL &&
-		(SSL_CTX_use_certificate_file(ctx, cert_file, SSL_FILETYPE_PEM) != 1 ||
-		 SSL_CTX_use_PrivateKey_file(ctx, key_file ? key_file : cert_file,
+	if (hp_cert_file != NULL &&
+		(SSL_CTX_use_certificate_file(ctx, hp_cert_file, SSL_FILETYPE_PEM) != 1 ||
+		 SSL_CTX_use_PrivateKey_file(ctx, hp_key_file ? hp_key_file : hp_cert_file,
 									 SSL_FILETYPE_PEM) != 1))
 	{
-		say("detail=client certificate %s refused", cert_file);
-		say("result=tls_error");
+		hp_say("detail=client certificate %s refused", hp_cert_file);
+		hp_say("result=tls_error");
 		return -1;
 	}
-	if (ciphersuites != NULL && !SSL_CTX_set_ciphersuites(ctx, ciphersuites))
+	if (hp_ciphersuites != NULL && !SSL_CTX_set_ciphersuites(ctx, hp_ciphersuites))
 	{
-		say("detail=ciphersuites %s refused", ciphersuites);
-		say("result=tls_error");
+		hp_say("detail=ciphersuites %s refused", hp_ciphersuites);
+		hp_say("result=tls_error");
 		return -1;
 	}
-	if (cipher_list != NULL && !SSL_CTX_set_cipher_list(ctx, cipher_list))
+	if (hp_cipher_list != NULL && !SSL_CTX_set_cipher_list(ctx, hp_cipher_list))
 	{
-		say("detail=cipher list %s refused", cipher_list);
-		say("result=tls_error");
+		hp_say("detail=cipher list %s refused", hp_cipher_list);
+		hp_say("result=tls_error");
 		return -1;
 	}
-	ssl = SSL_new(ctx);
-	if (ssl == NULL || !SSL_set_fd(ssl, sock))
+	hp_ssl = SSL_new(ctx);
+	if (hp_ssl == NULL || !SSL_set_fd(hp_ssl, hp_sock))
 	{
-		say("detail=SSL_new failed");
-		say("result=tls_error");
+		hp_say("detail=SSL_new failed");
+		hp_say("result=tls_error");
 		return -1;
 	}
 	ERR_clear_error();
-	r = SSL_connect(ssl);
+	r = SSL_connect(hp_ssl);
 	if (r != 1)
 	{
-		enum outcome o = ssl_failure(r, "handshake");
+		enum outcome o = hp_ssl_failure(r, "handshake");
 
-		if (wait_close)
+		if (hp_wait_close)
 		{
 			char		c[512];
 
-			while (read(sock, c, sizeof(c)) > 0)
+			while (read(hp_sock, c, sizeof(c)) > 0)
 				;
-			say_tcp_counts();
+			hp_say_tcp_counts();
 		}
-		say("result=%s", outcome_names[o]);
+		hp_say("result=%s", hp_outcome_names[o]);
 		return -1;
 	}
-	say("tls_version=%s", SSL_get_version(ssl));
-	say("cipher=%s", SSL_get_cipher_name(ssl));
-	if (next_cipher_list != NULL && !SSL_set_cipher_list(ssl, next_cipher_list))
+	hp_say("tls_version=%s", SSL_get_version(hp_ssl));
+	hp_say("cipher=%s", SSL_get_cipher_name(hp_ssl));
+	if (hp_next_cipher_list != NULL && !SSL_set_cipher_list(hp_ssl, hp_next_cipher_list))
 	{
-		say("detail=cipher list %s refused", next_cipher_list);
-		say("result=tls_error");
+		hp_say("detail=cipher list %s refused", hp_next_cipher_list);
+		hp_say("result=tls_error");
 		return -1;
 	}
 
 	/* KeyUpdates before the StartupMessage: before authentication */
-	if (preauth_key_updates > 0)
+	if (hp_preauth_key_updates > 0)
 	{
 		long		sent = 0;
 
-		for (long i = 0; i < preauth_key_updates; i++)
+		for (long i = 0; i < hp_preauth_key_updates; i++)
 		{
 			ERR_clear_error();
-			if (!SSL_key_update(ssl, SSL_KEY_UPDATE_NOT_REQUESTED))
+			if (!SSL_key_update(hp_ssl, SSL_KEY_UPDATE_NOT_REQUESTED))
 				break;
 			errno = 0;
-			r = SSL_do_handshake(ssl);
+			r = SSL_do_handshake(hp_ssl);
 			if (r != 1)
 			{
-				(void) ssl_failure(r, "send_preauth_key_update");
+				(void) hp_ssl_failure(r, "send_preauth_key_update");
 				break;
 			}
 			sent++;
 		}
-		say("preauth_key_updates_sent=%ld", sent);
+		hp_say("preauth_key_updates_sent=%ld", sent);
 	}
-	if (no_startup)
+	if (hp_no_startup)
 		return 0;
 
 	/* StartupMessage */
@@ -294,11 +294,11 @@ connect_and_start(const char *host, int port, const char *user,
 							"user%c%s%cdatabase%c%s%capplication_name%chostile_peer%c",
 							0, user, 0, 0, db, 0, 0, 0);
 	startup[sl++] = 0;
-	put32(startup, (uint32_t) sl);
-	put32(startup + 4, 196608);
-	if (write_all(startup, sl, "write_startup") != OUT_OK)
+	hp_put32(startup, (uint32_t) sl);
+	hp_put32(startup + 4, 196608);
+	if (hp_write_all(startup, sl, "write_startup") != OUT_OK)
 	{
-		say("result=closed");
+		hp_say("result=closed");
 		return -1;
 	}
 
@@ -308,49 +308,49 @@ connect_and_start(const char *host, int port, const char *user,
 		char		type;
 		unsigned char *body;
 		size_t		len;
-		enum outcome o = read_msg(&type, &body, &len);
+		enum outcome o = hp_read_msg(&type, &body, &len);
 
 		if (o != OUT_OK)
 		{
-			say("result=%s", outcome_names[o]);
+			hp_say("result=%s", hp_outcome_names[o]);
 			return -1;
 		}
-		if (type == 'R' && len >= 4 && get32(body) == 3 && password != NULL)
+		if (type == 'R' && len >= 4 && hp_get32(body) == 3 && hp_password != NULL)
 		{
 			/* AuthenticationCleartextPassword: answer when the test says */
 			free(body);
-			hold("password_requested");
+			hp_hold("password_requested");
 			if (send_password() != OUT_OK)
 			{
-				say("result=closed");
+				hp_say("result=closed");
 				return -1;
 			}
 			continue;
 		}
-		if (type == 'R' && len >= 4 && get32(body) != 0)
+		if (type == 'R' && len >= 4 && hp_get32(body) != 0)
 		{
-			say("detail=authentication method %u requested; trust is needed", get32(body));
-			say("result=error");
+			hp_say("detail=authentication method %u requested; trust is needed", hp_get32(body));
+			hp_say("result=error");
 			free(body);
 			return -1;
 		}
 		if (type == 'K' && len >= 4)
-			say("pid=%u", get32(body));
+			hp_say("pid=%u", hp_get32(body));
 		if (type == 'E')
 		{
 			memset(&dummy, 0, sizeof(dummy));
-			parse_error(body, len, dummy.error, sizeof(dummy.error));
-			say("server_error=%s", dummy.error);
+			hp_parse_error(body, len, dummy.error, sizeof(dummy.error));
+			hp_say("server_error=%s", dummy.error);
 			free(body);
-			if (wait_close)
-				drain_and_say_tcp_counts();
-			say("result=fatal");
+			if (hp_wait_close)
+				hp_drain_and_say_tcp_counts();
+			hp_say("result=fatal");
 			return -1;
 		}
 		free(body);
 		if (type == 'Z')
 			break;
 	}
-	say("ready=1");
+	hp_say("ready=1");
 	return 0;
 }

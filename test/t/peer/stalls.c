@@ -19,7 +19,7 @@
  * holds us: the server's HelloRequest waits unread.
  */
 enum outcome
-mode_late_reader(long rows)
+hp_mode_late_reader(long rows)
 {
 	char		sql[128];
 	struct qres r;
@@ -28,16 +28,16 @@ mode_late_reader(long rows)
 	snprintf(sql, sizeof(sql),
 			 "SELECT repeat('x', 70000) FROM generate_series(1, %ld)", rows);
 	memset(&r, 0, sizeof(r));
-	if ((o = send_query(sql)) != OUT_OK)
+	if ((o = hp_send_query(sql)) != OUT_OK)
 		return o;
-	hold("query_sent");
-	o = read_until_ready(&r, 0);
-	say("late_result=%s", outcome_names[o]);
-	say("late_datarows=%ld", r.datarows);
-	say("late_datarow_bytes=%lld", r.datarow_bytes);
+	hp_hold("query_sent");
+	o = hp_read_until_ready(&r, 0);
+	hp_say("late_result=%s", hp_outcome_names[o]);
+	hp_say("late_datarows=%ld", r.datarows);
+	hp_say("late_datarow_bytes=%lld", r.datarow_bytes);
 	if (o != OUT_OK)
 		return o;
-	return run_query("SELECT 1", "query", &r);
+	return hp_run_query("SELECT 1", "query", &r);
 }
 
 /*
@@ -45,9 +45,9 @@ mode_late_reader(long rows)
  * long as the test holds us.
  */
 enum outcome
-mode_hold_before_reading(long pad)
+hp_mode_hold_before_reading(long pad)
 {
-	size_t		ql = strlen(query_text);
+	size_t		ql = strlen(hp_query_text);
 	size_t		len = (size_t) pad > ql + 8 ? (size_t) pad : ql + 8;
 	char	   *sql = malloc(len + 1);
 	struct qres r;
@@ -55,52 +55,52 @@ mode_hold_before_reading(long pad)
 
 	if (sql == NULL)
 		exit(2);
-	memcpy(sql, query_text, ql);
+	memcpy(sql, hp_query_text, ql);
 	memcpy(sql + ql, " --", 3);
 	memset(sql + ql + 3, 'x', len - ql - 3);
 	sql[len] = '\0';
-	o = send_query(sql);
+	o = hp_send_query(sql);
 	free(sql);
 	if (o != OUT_OK)
 		return o;
-	hold("query_sent");
+	hp_hold("query_sent");
 	memset(&r, 0, sizeof(r));
-	o = read_until_ready(&r, 0);
-	say("held_result=%s", outcome_names[o]);
+	o = hp_read_until_ready(&r, 0);
+	hp_say("held_result=%s", hp_outcome_names[o]);
 	if (r.datarows > 0)
-		say("held_row=%s", r.first_row);
+		hp_say("held_row=%s", r.first_row);
 	if (o != OUT_OK)
 		return o;
-	return run_query("SELECT 1", "query", &r);
+	return hp_run_query("SELECT 1", "query", &r);
 }
 
 /* Idle for as long as the test holds us, then two queries. */
 enum outcome
-mode_idle_then_query(void)
+hp_mode_idle_then_query(void)
 {
 	struct qres r;
 	enum outcome o;
 
-	hold("idle");
-	o = run_query("SELECT 1", "first", &r);
+	hp_hold("idle");
+	o = hp_run_query("SELECT 1", "first", &r);
 	if (o != OUT_OK)
 		return o;
-	return run_query("SELECT 1", "query", &r);
+	return hp_run_query("SELECT 1", "query", &r);
 }
 
 /* After the handshake: nothing, until the server gives up on us. */
 enum outcome
-mode_silence(void)
+hp_mode_silence(void)
 {
 	char		c;
 	int			n;
 	enum outcome o;
 
-	hold("silent");
+	hp_hold("silent");
 	ERR_clear_error();
 	errno = 0;
-	n = SSL_read(ssl, &c, 1);
-	o = n > 0 ? OUT_ERROR : ssl_failure(n, "silence");
-	say_tcp_counts();
+	n = SSL_read(hp_ssl, &c, 1);
+	o = n > 0 ? OUT_ERROR : hp_ssl_failure(n, "silence");
+	hp_say_tcp_counts();
 	return o;
 }
