@@ -89,17 +89,15 @@ SPORT=$(free_port $((PPORT + 1)))
 
 # ------------------------------------------------------------------ set-up
 log "primary on port $PPORT, standby on port $SPORT, both preloaded"
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
-    -keyout "$T/server.key" -out "$T/server.crt" 2>/dev/null
-chmod 600 "$T/server.key"
+bash "$SSLR_REPO/scripts/make_certs.sh" "$T/certs" "ssl_renegotiate bench CA" >/dev/null 2>&1
 initdb -D "$T/primary" -A trust >/dev/null
 cat >>"$T/primary/postgresql.conf" <<EOC
 listen_addresses = '127.0.0.1'
 port = $PPORT
 unix_socket_directories = '$T'
 ssl = on
-ssl_cert_file = '$T/server.crt'
-ssl_key_file = '$T/server.key'
+ssl_cert_file = '$T/certs/server.crt'
+ssl_key_file = '$T/certs/server.key'
 shared_preload_libraries = 'ssl_renegotiate'
 ssl_renegotiate.byte_limit = 0
 fsync = off

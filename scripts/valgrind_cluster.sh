@@ -12,17 +12,15 @@ export SSLR_NEEDS=${SSLR_NEEDS:-bench}
 # frozen so that no later run pays for hint bits) and t2 (empty, same
 # shape), and $T/t.copy.  The server is left stopped.
 sslr_make_test_cluster() {
-    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
-        -keyout "$T/server.key" -out "$T/server.crt" 2>/dev/null
-    chmod 600 "$T/server.key"
+    bash "$SSLR_REPO/scripts/make_certs.sh" "$T/certs" "ssl_renegotiate bench CA" >/dev/null 2>&1
     initdb -D "$T/data" -A trust >/dev/null
     cat >>"$T/data/postgresql.conf" <<EOC
 listen_addresses = '127.0.0.1'
 port = $PORT
 unix_socket_directories = '$T'
 ssl = on
-ssl_cert_file = '$T/server.crt'
-ssl_key_file = '$T/server.key'
+ssl_cert_file = '$T/certs/server.crt'
+ssl_key_file = '$T/certs/server.key'
 fsync = off
 synchronous_commit = off
 autovacuum = off

@@ -120,30 +120,6 @@ sub is_exact
 	return;
 }
 
-# Poll $sql (over the Unix socket) until it returns $want.
-sub poll_until
-{
-	my ($node, $sql, $want) = @_;
-	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-	my $got;
-	while (time() <= $deadline)
-	{
-		$got = $node->safe_psql('postgres', $sql);
-		return 1 if $got eq $want;
-		usleep(50_000);
-	}
-	diag "poll_until: '$sql' returned '$got', wanted '$want'";
-	return 0;
-}
-
-sub wait_gone
-{
-	my ($node, @pids) = @_;
-	my $list = join(',', @pids);
-	return poll_until($node,
-		"SELECT count(*) FROM pg_stat_activity WHERE pid IN ($list)", '0');
-}
-
 # Poll the totals until connections differs from $before (failed logins:
 # the backend folds its counts at exit, a moment after the client saw the
 # error).
@@ -281,8 +257,8 @@ is( $node->safe_psql(
 	ok($ok, 'pg_basebackup over TLS 1.3') or diag $stderr;
 
 	# its walsender has exited once no walsender is left
-	ok( poll_until(
-			$node,
+	ok( $node->poll_query_until(
+			'postgres',
 			"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'walsender'",
 			'0'),
 		'pg_basebackup walsender gone');
@@ -393,7 +369,8 @@ is( $node->safe_psql(
 
 	$standby->stop;
 	$node->safe_psql('postgres', 'DROP TABLE walgen');
-	ok(wait_gone($node, $wpid), 'walsender gone after the standby stopped');
+	ok(wait_backends_gone($node, $wpid),
+		'walsender gone after the standby stopped');
 }
 
 # ---------------------------------------------------------------------
@@ -529,7 +506,7 @@ for my $v ('1.3', '1.2')
 
 	$s->quit;
 	unlink $file;
-	ok(wait_gone($node, $pid), "$what: session gone");
+	ok(wait_backends_gone($node, $pid), "$what: session gone");
 }
 $node->safe_psql('postgres', 'DROP TABLE big, big_in');
 
@@ -577,7 +554,7 @@ is( $node->safe_psql(
 	# one session exits, the others still live: still the same sum, plus
 	# the exited one's Terminate
 	$s[0]->quit;
-	ok(wait_gone($node, $pid[0]), 'first session gone');
+	ok(wait_backends_gone($node, $pid[0]), 'first session gone');
 	my $mixed = totals_row($node);
 	is($mixed->{connections}, $N,
 		'one exited, two live: connections unchanged');
@@ -591,7 +568,7 @@ is( $node->safe_psql(
 		'one exited, two live: records_received == sum + 1');
 
 	$_->quit for @s[ 1 .. $N - 1 ];
-	ok(wait_gone($node, @pid), 'all sessions gone');
+	ok(wait_backends_gone($node, @pid), 'all sessions gone');
 	is( $node->safe_psql(
 			'postgres', 'SELECT count(*) FROM ssl_renegotiate_activity'),
 		'0',
@@ -707,7 +684,7 @@ is( $node->safe_psql(
 		'a connection made before the reset is not counted after it');
 
 	$s->quit;
-	ok(wait_gone($node, $pid), 'session gone');
+	ok(wait_backends_gone($node, $pid), 'session gone');
 	$t = totals_row($node);
 	is( $t->{bytes_sent},
 		$r1->{bytes_sent} - $r0->{bytes_sent},
@@ -781,7 +758,7 @@ is( $node->safe_psql(
 			"$role: every column but last_rekey (no rekey yet) has a value");
 	}
 	$s->quit;
-	ok(wait_gone($node, $pid), 'alice gone');
+	ok(wait_backends_gone($node, $pid), 'alice gone');
 }
 
 # ---------------------------------------------------------------------

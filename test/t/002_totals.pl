@@ -76,14 +76,6 @@ sub delta
 	return $t1->{$k} - $t0->{$k};
 }
 
-sub wait_gone
-{
-	my ($pid) = @_;
-	return $node->poll_query_until('postgres',
-		"SELECT NOT EXISTS (SELECT 1 FROM ssl_renegotiate_activity WHERE pid = $pid)"
-	);
-}
-
 # ---------------------------------------------------------------------
 # 1. a superuser's traffic is hidden from a plain role, live and exited
 # ---------------------------------------------------------------------
@@ -115,7 +107,7 @@ sub wait_gone
 		'plain role: the activity row hides the same session');
 
 	$s->quit;
-	ok(wait_gone($pid), 'the superuser session exited');
+	ok(wait_backends_gone($node, $pid), 'the superuser session exited');
 	my $plain2 = totals_as('regress_plain');
 	my $monitor2 = totals_as('regress_monitor');
 	ok(all_hidden($plain2),
@@ -156,7 +148,7 @@ sub wait_gone
 		'regress_monitor: ... and none of the 200 kB sent before it');
 
 	$s->quit;
-	ok(wait_gone($pid), 'the session exited');
+	ok(wait_backends_gone($node, $pid), 'the session exited');
 	ok( all_hidden(totals_as('regress_plain')),
 		'regress_plain: hidden after the session exited');
 	$monitor = totals_as('regress_monitor');

@@ -37,29 +37,8 @@ if ($node->config_data('--version') !~ /PostgreSQL (\d+)/ || $1 < 19)
 }
 
 # a certificate per host name, signed by the test CA
-my %host;
-for my $name ('alpha.test', 'beta.test')
-{
-	my $base = "$certs->{dir}/$name";
-	PostgreSQL::Test::Utils::system_or_bail(
-		'openssl', 'req', '-new', '-nodes',
-		'-newkey', 'rsa:2048', '-keyout', "$base.key",
-		'-out', "$base.csr", '-subj', "/CN=$name");
-	PostgreSQL::Test::Utils::append_to_file("$base.ext",
-		"subjectAltName = DNS:$name\n");
-	PostgreSQL::Test::Utils::system_or_bail(
-		'openssl', 'x509',
-		'-req', '-in',
-		"$base.csr", '-CA',
-		$certs->{ca_crt}, '-CAkey',
-		$certs->{ca_key}, '-set_serial',
-		sprintf('0x%x', int(rand(0xffffff))), '-days',
-		'2', '-extfile',
-		"$base.ext", '-out',
-		"$base.crt");
-	chmod 0600, "$base.key";
-	$host{$name} = $base;
-}
+my %host =
+  map { $_ => make_host_cert($certs, $_) } ('alpha.test', 'beta.test');
 $node->append_conf('pg_hosts.conf',
 	"alpha.test $host{'alpha.test'}.crt $host{'alpha.test'}.key $certs->{ca_crt}\n"
 	  . "beta.test $host{'beta.test'}.crt $host{'beta.test'}.key $certs->{ca_crt}\n"

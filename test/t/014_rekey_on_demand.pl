@@ -52,9 +52,6 @@ $node->safe_psql(
 	CREATE TABLE copy_in (x text);
 });
 
-sub log_pos   { return -s $node->logfile; }
-sub log_since { return slurp_file($node->logfile, $_[0]); }
-
 sub rekey
 {
 	my ($pid, $user) = @_;
@@ -71,7 +68,7 @@ sub rekey
 # 1. an idle session, seen from both ends
 # ---------------------------------------------------------------------
 {
-	my $pos = log_pos();
+	my $pos = log_position($node);
 	my ($pending, $before, $call);
 	my $r = run_hostile_peer(
 		$peer, $node,
@@ -97,7 +94,7 @@ sub rekey
 	cmp_ok($r->{key_updates_sent_total},
 		'>=', 1, 'idle: ... and sent one of its own');
 	like(
-		log_since($pos),
+		log_since($node, $pos),
 		qr/pid $r->{pid} was asked to rotate its keys \(request 1\)/,
 		'idle: log_rekeys logs the request');
 }
@@ -169,11 +166,11 @@ sub psql_copy_in_background
 		series_copy_md5($node, $ROWS, 200),
 		'COPY TO: every byte arrived (checksum)');
 	like(
-		log_since(0),
+		log_since($node, 0),
 		qr/pid $pid was asked to rotate its keys/,
 		'COPY TO: request logged');
 	like(
-		log_since(0),
+		log_since($node, 0),
 		qr/rotated the sending key of pid $pid after/,
 		'COPY TO: the server rotated its sending key during the COPY');
 	is($$err, '', 'COPY TO: psql saw no error');
@@ -195,7 +192,7 @@ sub psql_copy_in_background
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM copy_in'),
 		$ROWS, 'COPY FROM: every row stored');
 	like(
-		log_since(0),
+		log_since($node, 0),
 		qr/client of pid $pid rotated its sending key after/,
 		'COPY FROM: the client rotated its sending key');
 	is($$err, '', 'COPY FROM: psql saw no error');

@@ -39,6 +39,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 use SslrTest;
+use PgWire;
 
 my $LIMIT = 64 * 1024;
 
@@ -77,34 +78,13 @@ sub set_tls12
 	return;
 }
 
-sub log_size { return -s $node->logfile; }
-
-sub log_since
-{
-	my ($offset) = @_;
-	return slurp_file($node->logfile, $offset);
-}
-
-# Wait (bounded) until the log after $offset matches $re; true if it did.
-sub log_wait
-{
-	my ($re, $offset) = @_;
-	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-	while (time() <= $deadline)
-	{
-		return 1 if log_since($offset) =~ $re;
-		usleep(100_000);
-	}
-	return 0;
-}
-
 # Lines of the log after $offset that tell of trouble on a TLS connection.
 sub log_trouble
 {
 	my ($offset) = @_;
 	return join "\n", grep {
 		/SSL error|SSL SYSCALL|could not (?:send|receive) data|unexpected EOF|connection to client lost|refused TLS renegotiation|terminat(?:ed|ing) connection|certificate changed|FATAL|PANIC|TRAP|server process/
-	} split /\n/, log_since($offset);
+	} split /\n/, log_since($node, $offset);
 }
 
 sub totals { return totals_row($node); }
@@ -144,83 +124,8 @@ sub make_copy_in_file
 
 # ---------------------------------------------------------------------
 # Raw PostgreSQL protocol over "openssl s_client -starttls postgres"
+# (PgWire.pm encodes and decodes the messages)
 # ---------------------------------------------------------------------
-
-sub msg_startup
-{
-	my $body =
-	  "user\0postgres\0database\0postgres\0application_name\0s_client\0\0";
-	return pack('NN', 8 + length($body), 196608) . $body;
-}
-
-sub msg_query
-{
-	my ($sql) = @_;
-	return 'Q' . pack('N', 4 + length($sql) + 1) . $sql . "\0";
-}
-
-# The extended protocol for one query, for s_client sessions that keep its
-# command letters: a simple Query message starts with "Q", which s_client
-# would take for its quit command.
-sub msg_ext_query
-{
-	my ($sql) = @_;
-	my $parse = "\0$sql\0" . pack('n', 0);
-	my $bind = "\0\0" . pack('nnn', 0, 0, 0);
-	my $exec = "\0" . pack('N', 0);
-	return
-		'P'
-	  . pack('N', 4 + length($parse))
-	  . $parse . 'B'
-	  . pack('N', 4 + length($bind))
-	  . $bind . 'E'
-	  . pack('N', 4 + length($exec))
-	  . $exec . 'S'
-	  . pack('N', 4);
-}
-
-sub msg_terminate { return 'X' . pack('N', 4); }
-
-# Split a server byte stream into [type, body] messages (complete ones).
-sub pg_messages
-{
-	my ($buf) = @_;
-	my @m;
-	my $pos = 0;
-	while ($pos + 5 <= length($buf))
-	{
-		my ($type, $len) = unpack('aN', substr($buf, $pos, 5));
-		last if $pos + 1 + $len > length($buf);
-		push @m, [ $type, substr($buf, $pos + 5, $len - 4) ];
-		$pos += 1 + $len;
-	}
-	return @m;
-}
-
-sub count_ready
-{
-	return scalar grep { $_->[0] eq 'Z' } pg_messages($_[0]);
-}
-
-# fields of an ErrorResponse body: { S => 'FATAL', M => '...', ... }
-sub error_fields
-{
-	my ($body) = @_;
-	my %f;
-	while ($body =~ /\G([^\0])([^\0]*)\0/gc) { $f{$1} = $2; }
-	return \%f;
-}
-
-# The backend pid from BackendKeyData
-sub backend_pid
-{
-	my ($buf) = @_;
-	for my $m (pg_messages($buf))
-	{
-		return unpack('N', $m->[1]) if $m->[0] eq 'K';
-	}
-	return undef;
-}
 
 # Start s_client over TLS 1.2 with @opts, log its TLS messages to a file,
 # send the StartupMessage and wait for ReadyForQuery.
@@ -426,7 +331,7 @@ sub client_renegotiation_refused
 	my ($mode, $after_ours) = @_;
 	$mode .= ': client-initiated' . ($after_ours ? ' after ours' : '');
 	my $t0 = totals();
-	my $log = log_size();
+	my $log = log_position($node);
 
 	# -no_ign_eof: with -quiet, s_client ignores its command letters unless
 	# told not to ignore EOF
@@ -497,9 +402,11 @@ sub client_renegotiation_refused
 		);
 		# the alert's name: "sslv3" in OpenSSL 1.1.1 and 3.0, "ssl/tls" in
 		# 3.5 and 3.6, "tls" in 4.0
-		ok( log_wait(
-				qr/\[$pid\] .*SSL error: (?:sslv3|ssl\/tls|tls) alert handshake failure/,
-				$log),
+		ok( eval {
+				$node->wait_for_log(
+					qr/\[$pid\] .*SSL error: (?:sslv3|ssl\/tls|tls) alert handshake failure/,
+					$log);
+			},
 			"$mode: server logged the client's alert and the session ended");
 	}
 	note "$mode: s_client TLS messages:\n" . sclient_tls_summary($c);
@@ -541,7 +448,7 @@ sub sclient_wait_exit_quick
 {
 	my $mode = 'renegotiate';
 	set_tls12($mode);
-	my $log = log_size();
+	my $log = log_position($node);
 
 	# COPY TO: the server sends 32 MB; its send side renegotiates, in the
 	# middle of the COPY (the server drives the handshake itself)
@@ -604,7 +511,7 @@ sub sclient_wait_exit_quick
 	# first 64 kB of the result; the client answers no_renegotiation; the
 	# session is ended with the FATAL and counted as a rekey failure.
 	my $t0 = totals();
-	$log = log_size();
+	$log = log_position($node);
 	my $c = sclient_start('-no_renegotiation', '-nocommands');
 	my $rpid = $c->{pid};
 	ok(defined $rpid, "$mode: refusing client: s_client session is up");
@@ -632,8 +539,11 @@ sub sclient_wait_exit_quick
 	  . ' bytes)';
 	is(scalar(grep { $_->[0] eq 'Z' } @m),
 		1, "$mode: refusing client: no ReadyForQuery after the query");
-	ok( log_wait(
-			qr/\[$rpid\] .*FATAL:  client refused TLS renegotiation/, $log),
+	ok( eval {
+			$node->wait_for_log(
+				qr/\[$rpid\] .*FATAL:  client refused TLS renegotiation/,
+				$log);
+		},
 		"$mode: refusing client: server logged FATAL client refused TLS renegotiation"
 	);
 	$node->poll_query_until('postgres',
@@ -654,7 +564,7 @@ sub sclient_wait_exit_quick
 {
 	my $mode = 'warn';
 	set_tls12($mode);
-	my $log = log_size();
+	my $log = log_position($node);
 
 	# one session, traffic both ways, well past the limit each way
 	my ($pid, $row) = copy_session(
@@ -664,7 +574,7 @@ sub sclient_wait_exit_quick
 		[ to => $SMALL_ROWS ]);
 	$row //= {};
 	$pid //= 0;
-	my @hits = log_since($log) =~
+	my @hits = log_since($node, $log) =~
 	  /LOG:  ssl_renegotiate: TLS 1\.2 connection of pid $pid reached ssl_renegotiate\.byte_limit and goes on under its current keys/g;
 	is( scalar @hits,
 		1,
@@ -689,7 +599,7 @@ sub sclient_wait_exit_quick
 
 	# A client that refuses renegotiation is never asked: full result, and
 	# the session goes on.
-	$log = log_size();
+	$log = log_position($node);
 	my $c = sclient_start('-no_renegotiation', '-nocommands');
 	my $rpid = $c->{pid};
 	ok(defined $rpid, "$mode: refusing client: s_client session is up");
@@ -728,7 +638,7 @@ sub sclient_wait_exit_quick
 		"$mode: refusing client: s_client TLS log written");
 	unlike($tls, qr/HelloRequest/,
 		"$mode: refusing client: no HelloRequest sent");
-	ok( log_since($log) =~
+	ok( log_since($node, $log) =~
 		  /ssl_renegotiate: TLS 1\.2 connection of pid $rpid reached/,
 		"$mode: refusing client: the warning is logged for its pid");
 
@@ -745,7 +655,7 @@ sub sclient_wait_exit_quick
 
 	# COPY TO: the send side reaches the limit: FATAL to the client
 	my $t0 = totals();
-	my $log = log_size();
+	my $log = log_position($node);
 	my $file = "$tmp/copy_out_terminate";
 	my ($out, $err) = ('', '');
 	my $ret = $node->psql(
@@ -782,7 +692,7 @@ sub sclient_wait_exit_quick
 	$node->safe_psql('postgres', 'TRUNCATE copy_in');
 	my ($in_file) = make_copy_in_file($SMALL_ROWS, 'copy_in_terminate');
 	$t0 = totals();
-	$log = log_size();
+	$log = log_position($node);
 	($out, $err) = ('', '');
 	$ret = $node->psql(
 		'postgres',
@@ -796,9 +706,11 @@ sub sclient_wait_exit_quick
 	($tpid) = $out =~ /^(\d+)$/m;
 	ok(defined $tpid, "$mode: COPY FROM: backend pid known");
 	$tpid //= 0;
-	ok( log_wait(
-			qr/LOG:  ssl_renegotiate: terminated connection of pid $tpid: its TLS 1\.2 keys reached ssl_renegotiate\.byte_limit after \d+ bytes received/,
-			$log),
+	ok( eval {
+			$node->wait_for_log(
+				qr/LOG:  ssl_renegotiate: terminated connection of pid $tpid: its TLS 1\.2 keys reached ssl_renegotiate\.byte_limit after \d+ bytes received/,
+				$log);
+		},
 		"$mode: COPY FROM: server logged the termination for pid $tpid");
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM copy_in'),
 		'0', "$mode: COPY FROM: nothing committed");
@@ -811,7 +723,7 @@ sub sclient_wait_exit_quick
 	# A client that refuses renegotiation: it does not matter, the session
 	# ends with the FATAL of terminate, which the client receives.
 	$t0 = totals();
-	$log = log_size();
+	$log = log_position($node);
 	my $c = sclient_start('-no_renegotiation', '-nocommands');
 	my $rpid = $c->{pid};
 	ok(defined $rpid, "$mode: refusing client: s_client session is up");

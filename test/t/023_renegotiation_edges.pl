@@ -46,14 +46,11 @@ $node->start;
 $node->safe_psql('postgres',
 	'CREATE EXTENSION ssl_renegotiate; CREATE EXTENSION sslinfo');
 
-sub log_pos   { return -s $node->logfile; }
-sub log_since { return slurp_file($node->logfile, $_[0]); }
-
 # ---------------------------------------------------------------------
 # 1. the cipher changes in a renegotiation
 # ---------------------------------------------------------------------
 {
-	my $pos = log_pos();
+	my $pos = log_position($node);
 	my ($row, $ssl);
 	my $r = run_hostile_peer(
 		$peer, $node,
@@ -90,7 +87,7 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 		0,
 		'cipher change: no renegotiation deferred (nothing was pipelined)');
 	like(
-		log_since($pos),
+		log_since($node, $pos),
 		qr/changed the cipher from ECDHE-RSA-CHACHA20-POLY1305 to ECDHE-RSA-AES128-GCM-SHA256\n.*DETAIL:  The new cipher's confidentiality limit applies: a new key every 16777216 records at most\./,
 		'cipher change: logged, with the GCM record limit now in force');
 }
@@ -111,7 +108,7 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 		EXCEPTION WHEN invalid_parameter_value THEN
 			RETURN 1;
 		END $$});
-	my $pos = log_pos();
+	my $pos = log_position($node);
 	my ($waiting, $row);
 
 	# A 100 kB query: past the 64 kB limit the server starts a
@@ -150,7 +147,7 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 		'>=', 1, 'stale error: the server counted the renegotiation');
 	is($row && $row->{rekey_failures}, 0, 'stale error: no failure counted');
 	unlike(
-		log_since($pos),
+		log_since($node, $pos),
 		qr/TLS renegotiation failed/,
 		'stale error: not taken for a failed renegotiation');
 }
@@ -160,7 +157,7 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 # ---------------------------------------------------------------------
 {
 	my $ROWS = 40;
-	my $pos = log_pos();
+	my $pos = log_position($node);
 	my ($during, $waited);
 	my $r = run_hostile_peer(
 		$peer, $node,
@@ -193,7 +190,7 @@ sub log_since { return slurp_file($node->logfile, $_[0]); }
 	isnt($waited, 'sslopenserver',
 		'unanswered: the server no longer waits for the handshake');
 	like(
-		log_since($pos),
+		log_since($node, $pos),
 		qr/client of pid \d+ did not answer the TLS renegotiation request within 10000 ms; the connection goes on under its current keys/,
 		'unanswered: logged');
 

@@ -53,9 +53,6 @@ $node->start;
 $node->safe_psql('postgres',
 	'CREATE EXTENSION ssl_renegotiate; CREATE TABLE committed (x int)');
 
-sub log_pos   { return -s $node->logfile; }
-sub log_since { return slurp_file($node->logfile, $_[0]); }
-
 sub gen_select
 {
 	my ($rows) = @_;
@@ -206,7 +203,7 @@ sub session_still_good
 }
 
 {
-	my $pos = log_pos();
+	my $pos = log_position($node);
 	my $copied = interrupted_copy(
 		'cancel',
 		sub {
@@ -223,7 +220,7 @@ sub session_still_good
 	ok($n > 0 && $n < $ROWS,
 		"cancel: what arrived is rows 1..$n, exactly, then the error");
 	like(
-		log_since($pos),
+		log_since($node, $pos),
 		qr/57014 ERROR:  canceling statement due to user request/,
 		'cancel: logged as a plain cancel');
 	my $row = session_still_good('cancel');
@@ -231,14 +228,14 @@ sub session_still_good
 }
 
 {
-	my $pos = log_pos();
+	my $pos = log_position($node);
 	my $copied = interrupted_copy(
 		'statement_timeout',
 		sub {
 			# it fires after 5 s, while the server still waits (10 s)
 			my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
 			usleep(100_000)
-			  until log_since($pos) =~ /statement timeout/
+			  until log_since($node, $pos) =~ /statement timeout/
 			  || time() > $deadline;
 		},
 		"SET statement_timeout = '5s';\n");
@@ -254,7 +251,7 @@ sub session_still_good
 }
 
 {
-	my $pos = log_pos();
+	my $pos = log_position($node);
 	$out = '';
 	psql_send("\\copy (" . gen_select($ROWS) . ") to stdout\n");
 	ok(wait_in_renegotiation($pid),
@@ -267,7 +264,7 @@ sub session_still_good
 			"SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid"),
 		'terminate: the backend ended while the client read nothing');
 	like(
-		log_since($pos),
+		log_since($node, $pos),
 		qr/57P01 FATAL:  terminating connection due to administrator command/,
 		'terminate: ended as PostgreSQL ends a backend (57P01)');
 	$psql->finish;

@@ -116,20 +116,6 @@ sub set_conf
 	return;
 }
 
-# Wait until backend $pid has exited and folded its counts into the totals
-# (its exit-time log lines are written before that).
-sub wait_gone
-{
-	my ($pid) = @_;
-	return $node->poll_query_until('postgres',
-		"SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $pid) "
-		  . "AND NOT EXISTS (SELECT 1 FROM ssl_renegotiate_activity WHERE pid = $pid)"
-	);
-}
-
-sub log_pos   { return -s $node->logfile; }
-sub log_since { return slurp_file($node->logfile, $_[0]); }
-
 sub server_ok
 {
 	my ($what) = @_;
@@ -152,7 +138,7 @@ sub delta
 for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 {
 	my $t0 = totals_row($node);
-	my $pos = log_pos();
+	my $pos = log_position($node);
 	my $r = run_peer(args => [ $flood, 1000 ]);
 	my $pid = $r->{pid};
 
@@ -162,9 +148,9 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 		"$flood 1000: the query after the flood is not answered");
 	like($r->{result}, qr/^(closed|tls_error)$/,
 		"$flood 1000: the client sees its connection closed");
-	ok(wait_gone($pid), "$flood 1000: the backend exited");
+	ok(wait_backends_gone($node, $pid), "$flood 1000: the backend exited");
 
-	my $log = log_since($pos);
+	my $log = log_since($node, $pos);
 	like(
 		$log,
 		qr/ssl_renegotiate: terminated connection of pid $pid: the client sent 33 key updates unasked, faster than ssl_renegotiate\.max_peer_key_updates \(32\) allows/,
@@ -211,7 +197,7 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	my $locker = $node->background_psql('postgres');
 	$locker->query_safe('SELECT pg_advisory_lock(4242)');
 	my $t0 = totals_row($node);
-	my $pos = log_pos();
+	my $pos = log_position($node);
 	my $r = run_peer(
 		args => [ 'keyupdate-backlog', 20000 ],
 		holds => {
@@ -224,9 +210,9 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 		'backlog: more than 1000 KeyUpdates in a row queued before the server read'
 	);
 	isnt($r->{query_result}, 'ok', 'backlog: the connection was ended');
-	ok(wait_gone($r->{pid}), 'backlog: backend exited');
+	ok(wait_backends_gone($node, $r->{pid}), 'backlog: backend exited');
 	like(
-		log_since($pos),
+		log_since($node, $pos),
 		qr/terminated connection of pid $r->{pid}: the client sent 33 key updates unasked/,
 		'backlog: ended for max_peer_key_updates');
 	my $t1 = totals_row($node);
@@ -257,7 +243,7 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 		20, '20 in a row: activity row rekeys_received = 20');
 	is($row && $row->{rekeys_sent},
 		0, '20 in a row: the server did not rotate its own key');
-	ok(wait_gone($r->{pid}), '20 in a row: backend exited');
+	ok(wait_backends_gone($node, $r->{pid}), '20 in a row: backend exited');
 	is(delta($t0, totals_row($node), 'terminations'),
 		0, '20 in a row: no termination');
 }
@@ -268,15 +254,16 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 {
 	# a KeyUpdate before each byte of a query: never two in a row
 	my $t0 = totals_row($node);
-	my $pos = log_pos();
+	my $pos = log_position($node);
 	my $r = run_peer(args => [ 'keyupdate-interleaved', 5000 ]);
 	isnt($r->{query_result}, 'ok',
 		'interleaved 5000: the query is not answered');
 	like($r->{result}, qr/^(closed|tls_error)$/,
 		'interleaved 5000: the client sees its connection closed');
-	ok(wait_gone($r->{pid}), 'interleaved 5000: backend exited');
+	ok( wait_backends_gone($node, $r->{pid}),
+		'interleaved 5000: backend exited');
 	like(
-		log_since($pos),
+		log_since($node, $pos),
 		qr/terminated connection of pid $r->{pid}: the client sent \d+ key updates unasked, faster than ssl_renegotiate\.max_peer_key_updates \(32\) allows/,
 		'interleaved 5000: server log says why');
 	my $t1 = totals_row($node);
@@ -302,7 +289,7 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	is($r->{result}, 'ok', 'spaced 30: not ended');
 	is($row && $row->{rekeys_received},
 		30, 'spaced 30: activity row rekeys_received = 30');
-	ok(wait_gone($r->{pid}), 'spaced 30: backend exited');
+	ok(wait_backends_gone($node, $r->{pid}), 'spaced 30: backend exited');
 	is(delta($t0, totals_row($node), 'terminations'),
 		0, 'spaced 30: no termination');
 }
@@ -322,7 +309,7 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	is( $row && $row->{rekeys_received},
 		$r->{key_updates_sent},
 		'every 64 kB: the server counted each of its rotations');
-	ok(wait_gone($r->{pid}), 'every 64 kB: backend exited');
+	ok(wait_backends_gone($node, $r->{pid}), 'every 64 kB: backend exited');
 	is(delta($t0, totals_row($node), 'terminations'),
 		0, 'every 64 kB: no termination');
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM hp_every'),
@@ -345,7 +332,7 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	is($r->{result}, 'ok', 'bound off: not ended');
 	is($row && $row->{rekeys_received},
 		1000, 'bound off: activity row rekeys_received = 1000');
-	ok(wait_gone($r->{pid}), 'bound off: backend exited');
+	ok(wait_backends_gone($node, $r->{pid}), 'bound off: backend exited');
 	is(delta($t0, totals_row($node), 'terminations'),
 		0, 'bound off: no termination');
 
@@ -366,7 +353,8 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 		map { "$_=" . ($row->{$_} // 'NULL') }
 		  qw(records_received rekeys_received records_received_since_rekey received_since_rekey)
 	  ) if $row;
-	ok(wait_gone($r->{pid}), 'bound off, pre-auth flood: backend exited');
+	ok( wait_backends_gone($node, $r->{pid}),
+		'bound off, pre-auth flood: backend exited');
 	set_conf(max_peer_key_updates => [ undef, '32' ]);
 }
 
@@ -427,7 +415,7 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	my $bpid = $bystander->query_safe('SELECT pg_backend_pid()');
 
 	my $t0 = totals_row($node);
-	my $pos = log_pos();
+	my $pos = log_position($node);
 	my $r = run_peer(args => [ '--table', 'hp_copy', 'never-answer', 80 ]);
 	my $pid = $r->{pid};
 	is($r->{copy_started}, 1, 'never-answer, hard_limit 65MB: COPY started');
@@ -438,9 +426,10 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 		$r->{result},
 		qr/^(closed|tls_error|fatal)$/,
 		'never-answer, hard_limit 65MB: the connection was ended');
-	ok(wait_gone($pid), 'never-answer, hard_limit 65MB: backend exited');
+	ok(wait_backends_gone($node, $pid),
+		'never-answer, hard_limit 65MB: backend exited');
 
-	my $log = log_since($pos);
+	my $log = log_since($node, $pos);
 	ok( $log =~
 		  /\[$pid\] .*FATAL:  terminating connection because more than ssl_renegotiate\.hard_limit was received under one TLS key\n.*DETAIL:  (\d+) bytes under one key; ssl_renegotiate\.hard_limit is 65MB\./,
 		'never-answer, hard_limit 65MB: the FATAL names hard_limit');
@@ -474,7 +463,7 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 	# 8. the same peer, but it stops inside a CopyData message right after
 	# crossing hard_limit: the server then waits for the rest of it
 	$t0 = totals_row($node);
-	$pos = log_pos();
+	$pos = log_position($node);
 	my ($decided, $ended, $state) = (0, 0, '');
 	$r = run_peer(
 		args => [ '--table', 'hp_copy', 'stall-after', 66560 ],
@@ -530,10 +519,10 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 		$r->{server_error} // '',
 		qr/terminating connection because more than ssl_renegotiate\.hard_limit was received under one TLS key/,
 		'stall after hard_limit: ... which says why');
-	ok(wait_gone($spid),
+	ok(wait_backends_gone($node, $spid),
 		'stall after hard_limit: backend gone after the client left');
 	like(
-		log_since($pos),
+		log_since($node, $pos),
 		qr/\[$spid\] .*FATAL:  terminating connection because more than ssl_renegotiate\.hard_limit was received under one TLS key/,
 		'stall after hard_limit: the FATAL names hard_limit');
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM hp_copy'),
@@ -568,7 +557,8 @@ for my $flood ('keyupdate-flood', 'keyupdate-requested-flood')
 		map { "$_=" . ($row->{$_} // 'NULL') }
 		  qw(bytes_received received_since_rekey max_received_per_key rekeys_received rekeys_sent rekey_pending)
 	  ) if $row;
-	ok(wait_gone($r->{pid}), 'never-answer, hard_limit 0: backend exited');
+	ok( wait_backends_gone($node, $r->{pid}),
+		'never-answer, hard_limit 0: backend exited');
 	is(delta($t0, totals_row($node), 'terminations'),
 		0, 'never-answer, hard_limit 0: no termination');
 	$node->safe_psql('postgres', 'TRUNCATE hp_copy');
@@ -582,7 +572,7 @@ for my $policy (qw(renegotiate warn terminate))
 {
 	set_conf(tls12 => [ $policy, $policy ]);
 	my $t0 = totals_row($node);
-	my $pos = log_pos();
+	my $pos = log_position($node);
 	my $row;
 	my $r = run_peer(
 		args => [ '--tls', '1.2', 'renegotiate' ],
@@ -614,14 +604,14 @@ for my $policy (qw(renegotiate warn terminate))
 	  . ", query after it: "
 	  . ($r->{query_result} // '?')
 	  . ", io errors: $r->{io_error}";
-	ok(wait_gone($pid), "tls12=$policy: backend gone");
+	ok(wait_backends_gone($node, $pid), "tls12=$policy: backend gone");
 	my $t1 = totals_row($node);
 	is(delta($t0, $t1, 'renegotiations_refused'),
 		1, "tls12=$policy: totals.renegotiations_refused grew by 1");
 	is(delta($t0, $t1, 'terminations'),
 		0, "tls12=$policy: not counted as a termination");
 	unlike(
-		log_since($pos),
+		log_since($node, $pos),
 		qr/terminated by signal|server process/,
 		"tls12=$policy: no crash");
 	is( $node->safe_psql(
@@ -640,7 +630,7 @@ for my $policy (qw(renegotiate warn terminate))
 		byte_limit => [ '64kB', '64kB' ],
 		tls12 => [ 'renegotiate', 'renegotiate' ]);
 	my $t0 = totals_row($node);
-	my $pos = log_pos();
+	my $pos = log_position($node);
 	my $r =
 	  run_peer(args => [ '--tls', '1.2', 'refuse-renegotiation', 300000 ]);
 	isnt($r->{query_result}, 'ok',
@@ -653,14 +643,14 @@ for my $policy (qw(renegotiate warn terminate))
 	  . ($r->{query_app_bytes_read} // '?')
 	  . ' bytes of the answer; io errors: '
 	  . $r->{io_error};
-	ok(wait_gone($r->{pid}),
+	ok(wait_backends_gone($node, $r->{pid}),
 		'refusing client, tls12=renegotiate: backend gone');
 	like(
-		log_since($pos),
+		log_since($node, $pos),
 		qr/client refused TLS renegotiation/,
 		'refusing client, tls12=renegotiate: log says the client refused');
 	like(
-		log_since($pos),
+		log_since($node, $pos),
 		qr/DETAIL:  .*the client \(user "postgres", application "hostile_peer"\) answered with a no_renegotiation alert\.\n.*HINT:  This client cannot renegotiate\. Exempt its role with ALTER ROLE postgres SET ssl_renegotiate\.tls12 = 'warn', or have it use TLS 1\.3\./,
 		'refusing client, tls12=renegotiate: the log names the client and the per-role exemption'
 	);
@@ -679,7 +669,8 @@ for my $policy (qw(renegotiate warn terminate))
 		300000, 'refusing client, tls12=warn: the whole 300 kB row');
 	is($row && $row->{rekeys_skipped},
 		1, 'refusing client, tls12=warn: rekeys_skipped = 1');
-	ok(wait_gone($r->{pid}), 'refusing client, tls12=warn: backend gone');
+	ok( wait_backends_gone($node, $r->{pid}),
+		'refusing client, tls12=warn: backend gone');
 	set_conf(byte_limit => [ undef, '512MB' ], tls12 => [ undef, 'warn' ]);
 }
 

@@ -118,7 +118,7 @@ sub pgbench
 # No client backend but ours: every pgbench backend has exited (and so
 # has detached its slot: that happens in before_shmem_exit, before it
 # leaves pg_stat_activity).
-sub wait_backends_gone
+sub wait_other_clients_gone
 {
 	my ($what) = @_;
 	ok( $node->poll_query_until(
@@ -143,7 +143,7 @@ sub tally_str
 sub measure
 {
 	my ($clients, $tx) = @_;
-	wait_backends_gone("before pgbench -c $clients -t $tx");
+	wait_other_clients_gone("before pgbench -c $clients -t $tx");
 	$node->safe_psql('postgres', 'SELECT ssl_renegotiate_reset()');
 	my $zero = tally(totals_row($node));
 	is_deeply(
@@ -151,7 +151,7 @@ sub measure
 		{ map { $_ => 0 } @FIELDS },
 		'totals are zero after ssl_renegotiate_reset()');
 	my (undef, undef, $secs) = pgbench($clients, $tx);
-	wait_backends_gone("after pgbench -c $clients -t $tx");
+	wait_other_clients_gone("after pgbench -c $clients -t $tx");
 	return (tally(totals_row($node)), $secs);
 }
 
@@ -211,7 +211,7 @@ is($C{$_}, 0, "C: $_ = 0 (default limit, no rotation in a handshake)")
   renegotiations_refused terminations);
 
 # ------------------------------------------------------------------ churn
-wait_backends_gone('before the churn');
+wait_other_clients_gone('before the churn');
 my $log_offset = -s $node->logfile;
 my ($totals, $secs) = measure(2, $N / 2);
 my $log = slurp_file($node->logfile, $log_offset);

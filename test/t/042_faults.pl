@@ -123,7 +123,7 @@ sub totals_and_row
 	return (JSON::PP::decode_json($t), JSON::PP::decode_json($a));
 }
 
-sub wait_gone
+sub wait_killed
 {
 	my ($pid, $what) = @_;
 	my $t0 = time;
@@ -254,7 +254,7 @@ for my $tls (@TLS)
 		my $psql_pid = $h->{KIDS}[ $dirn eq 'TO' ? 0 : 1 ]{PID};
 		ok(kill('KILL', $psql_pid),
 			"$what: psql (pid $psql_pid) killed with SIGKILL");
-		wait_gone($vpid, $what);
+		wait_killed($vpid, $what);
 		eval { $h->finish; };
 
 		# let the bystander finish

@@ -74,15 +74,6 @@ sub info
 		'SELECT * FROM ssl_renegotiate_database_role_totals_info');
 }
 
-sub wait_gone
-{
-	my (@pids) = @_;
-	my $list = join(',', @pids);
-	return $node->poll_query_until('postgres',
-		"SELECT NOT EXISTS (SELECT 1 FROM ssl_renegotiate_activity WHERE pid IN ($list))"
-	);
-}
-
 # A TLS 1.3 session of $user on $db that sent $n bytes of result; returns
 # (session, pid).
 sub session
@@ -154,7 +145,8 @@ is_deeply(rows_as('regress_monitor'),
 # 2. exited sessions
 # ---------------------------------------------------------------------
 $_->quit for @s;
-ok(wait_gone(map { @$_ } values %pids), 'all five sessions exited');
+ok(wait_backends_gone($node, map { @$_ } values %pids),
+	'all five sessions exited');
 my $exited = rows_as('postgres');
 for my $key (sort keys %sum)
 {
@@ -243,7 +235,7 @@ is_deeply($after->{$_}, $exited->{$_},
 	ok( !exists rows_as('regress_alice')->{'regress_db2/regress_bob'},
 		'reset with a live session: another plain role sees nothing of it');
 	$s->quit;
-	ok(wait_gone($pid), 'the session exited');
+	ok(wait_backends_gone($node, $pid), 'the session exited');
 	ok( !exists rows_as('regress_alice')->{'regress_db2/regress_bob'},
 		'after its exit: still nothing for another plain role');
 	$r = rows_as('regress_bob')->{'regress_db2/regress_bob'};
@@ -284,7 +276,7 @@ sub four_rows
 		$s->quit;
 		push @p, $pid;
 	}
-	ok(wait_gone(@p), 'four sessions exited');
+	ok(wait_backends_gone($node, @p), 'four sessions exited');
 	return;
 }
 four_rows();
@@ -331,7 +323,8 @@ is(info()->{evicted}, 2, 'restart with room for 2: two evicted');
 {
 	my ($s, $pid) = session('regress_db2', 'regress_bob', 10);
 	$s->quit;
-	ok(wait_gone($pid), 'a session of a new (database, role) exited');
+	ok(wait_backends_gone($node, $pid),
+		'a session of a new (database, role) exited');
 }
 is_deeply(
 	[ sort keys %{ rows_as('postgres') } ],

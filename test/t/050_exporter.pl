@@ -252,21 +252,6 @@ EOCONF
 }
 END { $prometheus->kill_kill(grace => 5) if $prometheus; }
 
-# true once $check returns true, polled for up to the suite's timeout
-sub poll_until
-{
-	my ($check) = @_;
-	for (
-		my $i = 0;
-		$i < 10 * $PostgreSQL::Test::Utils::timeout_default;
-		$i++)
-	{
-		return 1 if $check->();
-		usleep(100_000);
-	}
-	return 0;
-}
-
 # GET /api/v1/... of Prometheus: its data, or death
 sub prom_api
 {
@@ -295,7 +280,7 @@ ok($prom_ready, 'Prometheus answers on 127.0.0.1')
 # and has scraped both exporters before any TLS traffic (its discovery
 # hands it the targets some 5 s after its start), so that its rates see
 # all of it
-ok( poll_until(
+ok( wait_until(
 		sub {
 			my $r = prom_api('query',
 				query => 'count(up{job="postgres"} == 1) == 2');
@@ -889,7 +874,7 @@ is($m->{pg_settings_ssl_renegotiate_interval_seconds},
 # put while nothing moves (what SslRenegotiateRekeyPending, which waits
 # for them to grow, needs; its unit tests cover the idle pending case).
 $p_in .= "\\.\n";
-poll_until(
+wait_until(
 	sub {
 		$p->pump_nb;
 		return length($p_in) == 0
@@ -955,7 +940,7 @@ my $tcp_server = '127.0.0.1:' . $node->port;
 
 # Prometheus has scraped the state of now (no TLS session left) and
 # evaluated the rules on it
-ok( poll_until(
+ok( wait_until(
 		sub {
 			my $r = prom_api('query',
 				query =>

@@ -80,14 +80,6 @@ sub info
 		'SELECT * FROM ssl_renegotiate_database_role_totals_info');
 }
 
-sub wait_gone
-{
-	my $list = join(',', @_);
-	return $node->poll_query_until('postgres',
-		"SELECT NOT EXISTS (SELECT 1 FROM ssl_renegotiate_activity WHERE pid IN ($list))"
-	);
-}
-
 # A TLS 1.3 session of $user on $db that receives $n bytes of result, and
 # has exited (folded) when this returns.
 sub traffic
@@ -101,7 +93,7 @@ sub traffic
 			connstr =>
 			  tls_connstr($node, tls => '1.3', dbname => $db, user => $user))
 	);
-	ok(wait_gone($pid), "$db/$user: session $pid exited");
+	ok(wait_backends_gone($node, $pid), "$db/$user: session $pid exited");
 	return;
 }
 
@@ -165,7 +157,7 @@ my $live = oid_of_role('regress_live');
 	$node->safe_psql('postgres', 'DROP ROLE regress_live');
 	$s->query_safe("SELECT repeat('y', 100000)");
 	$s->quit;
-	ok(wait_gone($pid), 'the dropped role\'s session exited');
+	ok(wait_backends_gone($node, $pid), 'the dropped role\'s session exited');
 }
 is(rows_of_role($live), 0,
 	'a dropped role\'s live session folds nowhere at exit');

@@ -51,6 +51,10 @@ use Time::HiRes qw(usleep);
 our @EXPORT = qw(
   acl_lines_sql
   backend_of_client_port
+  log_position
+  log_since
+  wait_backends_gone
+  wait_until
   make_certs
   new_tls_node
   tls_connstr
@@ -73,6 +77,7 @@ our @EXPORT = qw(
   table_copy_md5
   send_key_bound
   make_client_cert
+  make_host_cert
   build_hostile_peer
   run_hostile_peer
   openssl_at_least
@@ -106,10 +111,11 @@ my $default_certs;    # per test file, made on first use by new_tls_node
 
 =item make_certs($dir)
 
-Generates, with the openssl command line tool, a throw-away CA and a server
-certificate signed by it (CN=localhost, subjectAltName DNS:localhost and
-IP:127.0.0.1) in C<$dir> (created if needed; a fresh temporary directory if
-undefined).  Private keys get mode 0600, as the server requires.
+A throw-away CA and a server certificate signed by it (CN=localhost,
+subjectAltName DNS:localhost and IP:127.0.0.1) in C<$dir> (created if
+needed; a fresh temporary directory if undefined), by the project's one
+recipe, scripts/make_certs.sh.  Private keys get mode 0600, as the server
+requires.
 
 Returns a hashref: C<dir>, C<ca_crt>, C<ca_key>, C<server_crt>,
 C<server_key>.
@@ -124,52 +130,14 @@ sub make_certs
 	die "make_certs: cannot create $dir" unless -d $dir;
 	# the server reads these relative to its data directory: be absolute
 	$dir = File::Spec->rel2abs($dir);
-
-	my %c = (
+	_make_certs($dir, 'ssl_renegotiate test CA');
+	return {
 		dir => $dir,
 		ca_crt => "$dir/ca.crt",
 		ca_key => "$dir/ca.key",
 		server_crt => "$dir/server.crt",
 		server_key => "$dir/server.key",
-		server_csr => "$dir/server.csr",
-		server_ext => "$dir/server.ext",);
-
-	# CA: self-signed, may sign certificates
-	_openssl(
-		'req', '-x509', '-new', '-nodes',
-		'-newkey' => 'rsa:2048',
-		'-keyout' => $c{ca_key},
-		'-out' => $c{ca_crt},
-		'-days' => '2',
-		'-subj' => '/CN=ssl_renegotiate test CA',
-		'-addext' => 'basicConstraints=critical,CA:TRUE',
-		'-addext' => 'keyUsage=critical,keyCertSign,cRLSign');
-
-	# server key + CSR, then sign with the CA adding the extensions
-	_openssl(
-		'req', '-new', '-nodes',
-		'-newkey' => 'rsa:2048',
-		'-keyout' => $c{server_key},
-		'-out' => $c{server_csr},
-		'-subj' => '/CN=localhost');
-	PostgreSQL::Test::Utils::append_to_file($c{server_ext},
-			"basicConstraints = CA:FALSE\n"
-		  . "keyUsage = critical, digitalSignature, keyEncipherment\n"
-		  . "extendedKeyUsage = serverAuth\n"
-		  . "subjectAltName = DNS:localhost, IP:127.0.0.1\n");
-	_openssl(
-		'x509', '-req',
-		'-in' => $c{server_csr},
-		'-CA' => $c{ca_crt},
-		'-CAkey' => $c{ca_key},
-		'-set_serial' => sprintf('0x%x%06x', time(), int(rand(0xffffff))),
-		'-days' => '2',
-		'-extfile' => $c{server_ext},
-		'-out' => $c{server_crt});
-
-	chmod 0600, $c{ca_key}, $c{server_key}
-	  or die "make_certs: chmod of key files failed: $!";
-	return \%c;
+	};
 }
 
 =pod
@@ -177,7 +145,7 @@ sub make_certs
 =item make_client_cert($certs, $cn)
 
 A client certificate for user C<$cn>, signed by the CA of C<$certs> (from
-make_certs).  Returns a hashref: C<crt>, C<key> (mode 0600, as libpq
+make_certs; scripts/make_certs.sh --leaf).  Returns a hashref: C<crt>, C<key> (mode 0600, as libpq
 requires).
 
 =cut
@@ -185,28 +153,39 @@ requires).
 sub make_client_cert
 {
 	my ($certs, $cn) = @_;
-	my $base = "$certs->{dir}/client_$cn";
-	_openssl(
-		'req', '-new', '-nodes',
-		'-newkey' => 'rsa:2048',
-		'-keyout' => "$base.key",
-		'-out' => "$base.csr",
-		'-subj' => "/CN=$cn");
-	_openssl(
-		'x509', '-req',
-		'-in' => "$base.csr",
-		'-CA' => $certs->{ca_crt},
-		'-CAkey' => $certs->{ca_key},
-		'-set_serial' => sprintf('0x%x%06x', time(), int(rand(0xffffff))),
-		'-days' => '2',
-		'-out' => "$base.crt");
-	chmod 0600, "$base.key" or die "make_client_cert: chmod failed: $!";
-	return { crt => "$base.crt", key => "$base.key" };
+	_make_certs('--leaf', $certs->{dir}, "client_$cn", $cn);
+	return {
+		crt => "$certs->{dir}/client_$cn.crt",
+		key => "$certs->{dir}/client_$cn.key"
+	};
 }
 
-sub _openssl
+=pod
+
+=item make_host_cert($certs, $name)
+
+A server certificate for host name C<$name> (subjectAltName DNS:$name),
+signed by the CA of C<$certs>.  Returns the common path of its C<.crt>
+and C<.key>, without the suffix.
+
+=cut
+
+sub make_host_cert
 {
-	my @cmd = ('openssl', @_);
+	my ($certs, $name) = @_;
+	_make_certs('--leaf', $certs->{dir}, $name, $name, "DNS:$name");
+	return "$certs->{dir}/$name";
+}
+
+# scripts/make_certs.sh with these arguments; dies with its output if it
+# fails
+sub _make_certs
+{
+	my @cmd = (
+		'bash',
+		File::Spec->rel2abs(
+			dirname(__FILE__) . '/../../scripts/make_certs.sh'),
+		@_);
 	my ($out, $err);
 	IPC::Run::run(\@cmd, '<', \undef, '>', \$out, '2>', \$err)
 	  or die "make_certs: command failed: @cmd\n$out$err";
@@ -442,6 +421,77 @@ sub acl_lines_sql
     AND p.proname LIKE 'ssl\_renegotiate\_%') x};
 }
 
+
+=pod
+
+=item log_position($node)
+
+Where the node's server log ends now: an offset for log_since, or for
+core's C<wait_for_log($regexp, $offset)>.
+
+=cut
+
+sub log_position
+{
+	my ($node) = @_;
+	return -s $node->logfile;
+}
+
+=pod
+
+=item log_since($node, $offset)
+
+The node's server log from C<$offset> (a log_position) on.
+
+=cut
+
+sub log_since
+{
+	my ($node, $offset) = @_;
+	return slurp_file($node->logfile, $offset);
+}
+
+=pod
+
+=item wait_backends_gone($node, @pids)
+
+Waits (bounded, as core's C<poll_query_until>) until none of the backends
+C<@pids> is left: in neither pg_stat_activity nor ssl_renegotiate_activity,
+so that its process has exited and its slot is folded into the totals.
+True if they went.
+
+=cut
+
+sub wait_backends_gone
+{
+	my ($node, @pids) = @_;
+	my $list = join(',', @pids);
+	return $node->poll_query_until('postgres',
+		"SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid IN ($list)) "
+		  . "AND NOT EXISTS (SELECT 1 FROM ssl_renegotiate_activity WHERE pid IN ($list))"
+	);
+}
+
+=pod
+
+=item wait_until($check)
+
+Calls C<$check> every 100 ms until it returns true, for as long as core's
+helpers wait (C<$PostgreSQL::Test::Utils::timeout_default>); true if it
+did.  For what no query can tell (a file, an HTTP endpoint, a process).
+
+=cut
+
+sub wait_until
+{
+	my ($check) = @_;
+	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
+	{
+		return 1 if $check->();
+		usleep(100_000);
+	}
+	return 0;
+}
 
 =pod
 
