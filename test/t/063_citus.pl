@@ -121,20 +121,8 @@ my %node_by_port = map { $_->port => $_ } @nodes;
 sub client_of
 {
 	my ($port, $cport) = @_;
-	my ($out, $err) = ('', '');
-	IPC::Run::run(
-		[
-			'ss', '-tnpH', 'state', 'established',
-			"( sport = :$cport and dport = :$port )"
-		],
-		'<',
-		\undef,
-		'>',
-		\$out,
-		'2>',
-		\$err) or die "ss failed: $err";
-	return '?' unless $out =~ /\bpid=(\d+),/;
-	my $pid = $1;
+	my $pid = pid_of_socket($cport, $port);
+	return '?' unless defined $pid;
 	open(my $fh, '<', "/proc/$pid/stat") or return '?';
 	my $stat = <$fh>;
 	close $fh;

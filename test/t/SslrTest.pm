@@ -51,6 +51,7 @@ use Time::HiRes qw(usleep);
 our @EXPORT = qw(
   acl_lines_sql
   backend_of_client_port
+  pid_of_socket
   log_position
   log_since
   wait_backends_gone
@@ -506,12 +507,27 @@ C<$client_port> at the other end (from C<ss -tnpH>), or undef.
 sub backend_of_client_port
 {
 	my ($node, $client_port) = @_;
-	my $port = $node->port;
+	return pid_of_socket($node->port, $client_port);
+}
+
+=pod
+
+=item pid_of_socket($local_port, $peer_port)
+
+The pid of the process holding the established TCP socket whose local
+port is C<$local_port> and whose peer's is C<$peer_port> (from
+C<ss -tnpH>), or undef.
+
+=cut
+
+sub pid_of_socket
+{
+	my ($local_port, $peer_port) = @_;
 	my ($out, $err) = ('', '');
 	IPC::Run::run(
 		[
 			'ss', '-tnpH', 'state', 'established',
-			"( sport = :$port and dport = :$client_port )"
+			"( sport = :$local_port and dport = :$peer_port )"
 		],
 		'<',
 		\undef,
