@@ -43,7 +43,8 @@ flock -n 9 || { log "waiting for the build under way"; flock 9; }
 sslr_built_before "$MARKER" "$PREFIX/include/openssl/opensslv.h" && { echo "$PREFIX"; exit 0; }
 . "$HERE/packages.sh"
 # libc6-dev: gcc alone cannot link (Debian makes it a Recommends)
-sslr_install_packages gcc libc6-dev make perl dpkg-dev debian-archive-keyring
+# shellcheck disable=SC2086 # a list of words
+sslr_install_packages $SSLR_OPENSSL_BUILD_PACKAGES
 
 # ------------------------------------------------------------- download
 # Only the suites that carry the series are read (each on its own: one that

@@ -43,8 +43,18 @@ pgbouncer prometheus prometheus-postgres-exporter daemon
 $SSLR_PATRONI_PACKAGES
 $SSLR_GNUTLS_CLIENT_PACKAGES $SSLR_RUSTLS_CLIENT_PACKAGES"
 SSLR_VALGRIND_PACKAGES="valgrind"
+# scripts/pg_build.sh: a PostgreSQL of this configuration (nothing of
+# Debian's full Build-Depends: LLVM, ICU, ... are configured out); gcc
+# alone cannot link (libc6-dev is only its Recommends); xz-utils and bzip2
+# unpack tarballs
+# shellcheck disable=SC2034 # for scripts/pg_build.sh and scripts/test.sh
+SSLR_PG_BUILD_PACKAGES="gcc libc6-dev make perl bison flex libssl-dev libipc-run-perl
+xz-utils bzip2 debian-archive-keyring"
+# scripts/openssl_build.sh: another OpenSSL, from Debian's source package
+# shellcheck disable=SC2034 # for scripts/openssl_build.sh and scripts/test.sh
+SSLR_OPENSSL_BUILD_PACKAGES="gcc libc6-dev make perl dpkg-dev debian-archive-keyring"
 # scripts/citus_build.sh: Citus's build (curl, lz4, zstd and krb5 headers)
-# shellcheck disable=SC2034 # for scripts/citus_build.sh
+# shellcheck disable=SC2034 # for scripts/citus_build.sh and scripts/test.sh
 SSLR_CITUS_PACKAGES="gcc make libcurl4-openssl-dev liblz4-dev libzstd-dev libkrb5-dev"
 SSLR_BENCH_PACKAGES="$SSLR_TEST_PACKAGES gnuplot-nox valgrind"
 

@@ -140,12 +140,10 @@ if [ -f "$MARKER" ]; then
 fi
 
 # ------------------------------------------------------------ build tools
-# What this configuration needs, and nothing of Debian's full Build-Depends
-# (LLVM, ICU, ... are configured out).  xz-utils and bzip2 unpack tarballs.
+# What this configuration needs (packages.sh says why each)
 . "$HERE/packages.sh"
-# libc6-dev: gcc alone cannot link (Debian makes it a Recommends).
-sslr_install_packages gcc libc6-dev make perl bison flex libssl-dev libipc-run-perl \
-    xz-utils bzip2 debian-archive-keyring
+# shellcheck disable=SC2086 # a list of words
+sslr_install_packages $SSLR_PG_BUILD_PACKAGES
 
 # ------------------------------------------------------ another OpenSSL
 # Its headers first (CPPFLAGS) and its libraries on the rpath (LDFLAGS):

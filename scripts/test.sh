@@ -22,7 +22,8 @@
 # package test its own (package).  First, the packages of SSLR_NEEDS=test
 # (scripts/packages.sh) are installed, whatever the cells: the script
 # itself uses the openssl program and the user postgres, before a cell's
-# setup.  Then, per cell:
+# setup; and scripts/pgindent_build.sh makes pgindent ready for make
+# lint's indent-check (cached).  Then, per cell:
 #   1. scripts/setup.sh: packages (the build's and the tests', SSLR_NEEDS
 #      test), a copy of the tree in a postgres-owned work directory of that
 #      major, a build with -Wall -Wextra -Werror, make install;
@@ -94,8 +95,12 @@ export SSLR_NEEDS=test
 # program (each cell's line names its version) and the user postgres
 # (postgresql-common makes it), who owns the directory of ports below.
 . "$SSLR_REPO/scripts/packages.sh"
-# shellcheck disable=SC2046 # a list of packages
-sslr_install_packages $(sslr_packages_for $SSLR_NEEDS)
+# First what the builds ahead need (pg_build.sh, openssl_build.sh,
+# citus_build.sh), so that they start while apt installs the rest and never
+# run apt themselves; then the rest
+# shellcheck disable=SC2086 # lists of packages
+sslr_install_packages $SSLR_BUILD_PACKAGES $SSLR_PG_BUILD_PACKAGES $SSLR_OPENSSL_BUILD_PACKAGES \
+    $SSLR_CITUS_PACKAGES
 id -u postgres >/dev/null ||
     { echo "test.sh: there is no user postgres, although postgresql-common is installed" >&2; exit 1; }
 # this run's directory: its cells' work directories, nobody else's
@@ -133,34 +138,49 @@ PREBUILD_LOG=$(mktemp /tmp/ssl_renegotiate-prebuild.XXXXXX)
 trap '[ -z "$PREBUILD_PID" ] || kill -- "-$PREBUILD_PID" 2>/dev/null; rm -rf "$LOG" "$BUILD_ERR" "$PREBUILD_LOG" "$PORT_DIR"' EXIT
 
 # The cells' PostgreSQL builds, ahead of their turn: a background job builds
-# them one after another at the lowest CPU and I/O priority while the
-# suites of earlier cells run (a suite leaves about one core idle, a build
-# of the next cell takes it).  Each build holds its cache's lock
-# (pg_build.sh), so a cell whose build is under way waits for it and then
+# them one after another at the lowest CPU and I/O priority while apt
+# installs the test's packages and the suites of earlier cells run (a suite
+# leaves about one core idle, a build of the next cell takes it); Citus
+# right after 17's.  Each build holds its cache's lock (pg_build.sh,
+# citus_build.sh), so a cell whose build is under way waits for it and then
 # finds it cached; a build that failed here is tried again in the cell's
-# turn, which gives the reason.  Started once the first cell is set up, so
-# that its packages are installed before anything else runs apt.
+# turn, which gives the reason.  The builds run in the cells' order, but a
+# build-only cell last of all: what is left after the last build is then
+# only a compilation of the extension.  On a fresh machine the builds are
+# the run's critical path; once cached, the suites are.
 prebuild_start() {
     [ -z "$PREBUILD_PID" ] || return 0
+    local c order=() last=()
+    for c in $CELLS; do
+        case "$c" in
+            *:build) last+=("${c%:build}") ;;
+            *) order+=("$c") ;;
+        esac
+    done
     # its own process group (setsid), so that an interrupted run ends the
-    # whole build with it; without the current cell's use lock
-    local keep_fd=${use_fd:-9}
-    # shellcheck disable=SC2086 # CELLS: one argument per cell
+    # whole build with it
     setsid bash -c '
         repo=$1
         shift
         for c in "$@"; do
-            c=${c%:build}
             m=${c%%/*}
             se=
             [ "$c" = "$m" ] || se=${c#*/}
             [[ "$m" =~ ^[0-9]+$ ]] || continue
             [ "$m${se:+/$se}" != 15 ] || [ -n "${SSLR_PG_SOURCE:-}" ] || continue
-            nice -n 19 ionice -c 3 bash "$repo/scripts/pg_build.sh" "$m" $se >/dev/null 2>&1 || true
+            prefix=$(nice -n 19 ionice -c 3 bash "$repo/scripts/pg_build.sh" "$m" $se 2>/dev/null | tail -n 1) ||
+                continue
+            if [ "$m${se:+/$se}" = 17 ] && [ -x "$prefix/bin/pg_config" ]; then
+                nice -n 19 ionice -c 3 bash "$repo/scripts/citus_build.sh" "$prefix/bin/pg_config" \
+                    >/dev/null 2>&1 || true
+            fi
         done
-    ' prebuild "$SSLR_REPO" $CELLS >>"$PREBUILD_LOG" 2>&1 {keep_fd}>&- &
+    ' prebuild "$SSLR_REPO" "${order[@]}" "${last[@]}" >>"$PREBUILD_LOG" 2>&1 &
     PREBUILD_PID=$!
 }
+[ -n "${SSLR_NO_PREBUILD:-}" ] || prebuild_start
+# shellcheck disable=SC2046 # a list of packages
+sslr_install_packages $(sslr_packages_for $SSLR_NEEDS)
 
 # What one major's "make installcheck" in $WORKDIR left in $LOG, with $rc:
 # sets passed and failed, and shows what failed.
@@ -305,6 +325,63 @@ fail_cell() {
     summary+=("$1: $2: 0 passed, 1 failed")
     total_failed=$((total_failed + 1))
 }
+# The Debian package for Debian's PostgreSQL 15 (scripts/package_test.sh):
+# built, linted, installed, then pg_regress and one TAP file on the
+# installed files.
+# Run right after the cell 15, whose installation it replaces, while the
+# builds of later cells go on: it needs none of them.
+package_and_patroni() {
+    echo
+    echo "=============== Debian package ==============="
+    export SSLR_PACKAGE_WORKDIR=$RUN_DIR/package
+    WORKDIR=$SSLR_PACKAGE_WORKDIR/test    # where count_results finds the test logs
+    package_start=$SECONDS
+    run_counted "Debian package" bash "$SSLR_REPO/scripts/package_test.sh"
+    timings+=("time: Debian package: $(minutes $((SECONDS - package_start)))")
+
+    # A Patroni cluster of Debian's 15, with the extension just installed
+    # (scripts/patroni_test.sh), its ports reserved beside the TAP tests'
+    echo
+    echo "=============== Patroni cluster ==============="
+    export SSLR_PATRONI_WORKDIR=$RUN_DIR/patroni
+    WORKDIR=$SSLR_PATRONI_WORKDIR    # its logs, kept if it failed
+    patroni_start=$SECONDS
+    run_counted "Patroni cluster" env PG_TEST_PORT_DIR="$PORT_DIR" \
+        bash "$SSLR_REPO/scripts/patroni_test.sh" /usr/lib/postgresql/15/bin
+    timings+=("time: Patroni cluster: $(minutes $((SECONDS - patroni_start)))")
+}
+# full_cell CELL: true if the cell runs the whole suite (SSLR_FULL_CELLS)
+FULL_CELLS=${SSLR_FULL_CELLS:-15 18}
+full_cell() {
+    [ "$FULL_CELLS" = all ] || [[ " $FULL_CELLS " == *" $1 "* ]]
+}
+# cell_tap_files CELL KIND: the TAP files test/t/cells.txt gives that cell
+# (listed for its kind, major or openssl, or for the cell by name), one
+# line of words; fails, saying why on stdout, if the list names a file
+# that does not exist or gives none
+cell_tap_files() {
+    local list f missing=()
+    list=$(awk -v cell="$1" -v kind="$2" '
+        /^#/ || NF == 0 { next }
+        { for (i = 2; i <= NF; i++) if ($i == kind || $i == cell) { print "test/t/" $1; next } }
+    ' "$SSLR_REPO/test/t/cells.txt")
+    for f in $list; do
+        [ -f "$SSLR_REPO/$f" ] || missing+=("$f")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "names files that do not exist: ${missing[*]}"
+        return 1
+    fi
+    [ -n "$list" ] || { echo "no file for $2"; return 1; }
+    # shellcheck disable=SC2086 # one line of words
+    echo $list
+}
+# pgindent, which make lint's indent-check needs in the full cells
+# (scripts/pgindent_build.sh: from the pinned PostgreSQL 18 tarball, cached)
+if ! bash "$SSLR_REPO/scripts/pgindent_build.sh" >/dev/null 2>"$BUILD_ERR"; then
+    cat "$BUILD_ERR" >&2
+    fail_cell "pgindent (for make lint)" "could not be built ($(tail -n 1 "$BUILD_ERR"))"
+fi
 # the cells of the system's OpenSSL set up so far: their pg_config, by major
 declare -A cell_pg_config=()
 use_fd=
@@ -388,7 +465,6 @@ for cell in $CELLS; do
     fi
     setup_end=$SECONDS
     [ -n "$series" ] || cell_pg_config[$major]=$pg_config
-    [ -n "${SSLR_NO_PREBUILD:-}" ] || prebuild_start
     timing="time: $label: PostgreSQL built or cached $(minutes $((build_end - cell_start)))"
     [ -z "$citus" ] || timing+=", Citus built or cached $(minutes $((citus_end - build_end)))"
     timing+=", setup $(minutes $((setup_end - citus_end)))"
@@ -406,10 +482,25 @@ for cell in $CELLS; do
         bash "$SSLR_REPO/scripts/leave_alone_test.sh" >"$RUN_DIR/leave_alone.log" 2>&1 &
         alone_pid=$!
     fi
-    echo "=== make check-all in $WORKDIR (as postgres) ==="
+    # the whole suite, or the TAP files of test/t/cells.txt for the cell's kind
+    if full_cell "$cell"; then
+        echo "=== make check-all in $WORKDIR (as postgres) ==="
+        targets=(check-all)
+    else
+        kind=major
+        [ -z "$series" ] || kind=openssl
+        if ! tap_files=$(cell_tap_files "$cell" "$kind"); then
+            fail_cell "$label" "test/t/cells.txt: $tap_files"
+            continue
+        fi
+        read -ra tap_list <<<"$tap_files"
+        label+=" (${#tap_list[@]} of $(find "$SSLR_REPO/test/t" -maxdepth 1 -name '*.pl' | wc -l) TAP files: test/t/cells.txt, $kind)"
+        echo "=== pg_regress and the TAP files of test/t/cells.txt for $kind in $WORKDIR (as postgres) ==="
+        targets=(check-not-preloaded check-preloaded check-tap "PROVE_TESTS=$tap_files")
+    fi
     SSLR_PG_CONFIG=$pg_config PG_BINDIR=$(dirname "$pg_config") run_counted "$label" \
         sslr_as_postgres "$WORKDIR" PG_TEST_PORT_DIR="$PORT_DIR" \
-        make USE_PGXS=1 PG_CONFIG="$pg_config" PROVE_JOBS="$PROVE_JOBS" LINT_JOBS="$PROVE_JOBS" check-all
+        make USE_PGXS=1 PG_CONFIG="$pg_config" PROVE_JOBS="$PROVE_JOBS" LINT_JOBS="$PROVE_JOBS" "${targets[@]}"
     timings+=("$timing, tests $(minutes $((SECONDS - setup_end)))")
     if [ -n "$alone_pid" ]; then
         alone_rc=0
@@ -417,6 +508,9 @@ for cell in $CELLS; do
         echo
         echo "=============== Machine left alone (scripts/leave_alone_test.sh) ==============="
         run_counted "Machine left alone" sh -c 'cat "$1"; exit "$2"' sh "$RUN_DIR/leave_alone.log" "$alone_rc"
+    fi
+    if [ "$name" = 15 ]; then
+        package_and_patroni
     fi
 done
 
@@ -456,33 +550,10 @@ if [ -n "${cell_pg_config[17]:-}" ] && [ -n "${cell_pg_config[19]:-}" ]; then
     timings+=("time: pg_upgrade 17 -> 19: $(minutes $((SECONDS - upgrade_start)))")
 fi
 
-# The Debian package for Debian's PostgreSQL 15 (scripts/package_test.sh):
-# built, linted, installed, then pg_regress and one TAP file on the
-# installed files.
-if [[ " $CELLS " == *" 15 "* ]]; then
-    echo
-    echo "=============== Debian package ==============="
-    export SSLR_PACKAGE_WORKDIR=$RUN_DIR/package
-    WORKDIR=$SSLR_PACKAGE_WORKDIR/test    # where count_results finds the test logs
-    package_start=$SECONDS
-    run_counted "Debian package" bash "$SSLR_REPO/scripts/package_test.sh"
-    timings+=("time: Debian package: $(minutes $((SECONDS - package_start)))")
-
-    # A Patroni cluster of Debian's 15, with the extension just installed
-    # (scripts/patroni_test.sh), its ports reserved beside the TAP tests'
-    echo
-    echo "=============== Patroni cluster ==============="
-    export SSLR_PATRONI_WORKDIR=$RUN_DIR/patroni
-    WORKDIR=$SSLR_PATRONI_WORKDIR    # its logs, kept if it failed
-    patroni_start=$SECONDS
-    run_counted "Patroni cluster" env PG_TEST_PORT_DIR="$PORT_DIR" \
-        bash "$SSLR_REPO/scripts/patroni_test.sh" /usr/lib/postgresql/15/bin
-    timings+=("time: Patroni cluster: $(minutes $((SECONDS - patroni_start)))")
-fi
-
 # Every shell example of README.md and docs/ ran, and passed: the demo
 # (leave_alone_test.sh) and the install recipes (package_test.sh) run in
-# the cell 15's turn, make installcheck and promtool in test/t/070 of each cell.
+# the cell 15's turn, make installcheck and promtool in test/t/070 of each
+# full cell.
 if [[ " $CELLS " == *" 15 "* ]]; then
     echo
     echo "=============== Documentation examples ==============="
