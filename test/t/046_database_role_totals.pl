@@ -41,7 +41,13 @@ use constant TERMINATE_RECORD_TLS13 => 5 + 5 + 1 + 16;
 
 my @COUNTERS = qw(bytes_sent bytes_received records_sent records_received);
 
-my $node = new_tls_node('role_totals', allows_streaming => 1);
+# Five plain-role sessions stay open while other roles connect and while
+# the backends of earlier psql calls may still be exiting: more than the
+# 7 slots of Cluster.pm's max_connections = 10 that are not reserved.
+my $node = new_tls_node(
+	'role_totals',
+	allows_streaming => 1,
+	conf => "max_connections = 30\n");
 $node->start;
 $node->safe_psql(
 	'postgres', q{
