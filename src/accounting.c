@@ -137,7 +137,7 @@ sslr_count_record(SSL *ssl, SslrDirection dir, int64 wire_bytes)
 			sslr_policy_receive_attention(ssl);
 	}
 	else if (unlikely(stats->records_under_key[dir] >= sslr_attention_records[dir]))
-		sslr_attention_bytes[dir] = 0;
+		sslr_want_send_attention();
 }
 
 static inline void

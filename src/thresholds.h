@@ -6,11 +6,11 @@
  *
  * The record callback (accounting.c) and the send points (sendpoint.c)
  * compare the bytes and records under the current key with these numbers,
- * and do nothing else unless a comparison fires.  policy.c computes them;
- * any module may zero one to be looked at sooner, which is all that
- * sslr_want_safe_point does.  SSLR_NO_LIMIT means never.  The send side
- * compares bytes only: its record limit is checked by the record callback,
- * which then zeroes the byte threshold.
+ * and do nothing else unless a comparison fires.  policy.c alone computes
+ * them; any other module only zeroes one to be looked at sooner, through
+ * the inline helpers below (sslr_want_safe_point, ...).  SSLR_NO_LIMIT
+ * means never.  The send side compares bytes only: its record limit is
+ * checked by the record callback, which then zeroes the byte threshold.
  *
  * Copyright (c) 2026, ssl_renegotiate developers
  *
@@ -39,6 +39,16 @@ static inline void
 sslr_want_safe_point(void)
 {
 	sslr_safe_point_work = true;
+	sslr_attention_bytes[SSLR_SENT] = 0;
+}
+
+/*
+ * Have the next send point look further: the record callback saw our record
+ * limit reached, which the send side does not count itself.
+ */
+static inline void
+sslr_want_send_attention(void)
+{
 	sslr_attention_bytes[SSLR_SENT] = 0;
 }
 

@@ -175,13 +175,13 @@ sslr_fatal(SslrDirection dir, SslrEndReason reason, int64 bytes)
 			 errmsg("terminating connection because more than ssl_renegotiate.hard_limit was %s under one TLS key",
 					dir == SSLR_SENT ? "sent" : "received"),
 			 errdetail("%lld bytes under one key; ssl_renegotiate.hard_limit is %s.",
-					   (long long) bytes, sslr_format_bytes(sslr_hard_limit_bytes())),
-			 errhint(sslr_byte_limit_bytes() > 0 ?
+					   (long long) bytes, sslr_key_limits_format_bytes(sslr_key_limits_hard_limit())),
+			 errhint(sslr_key_limits_byte_limit() > 0 ?
 					 "Keys rotate from ssl_renegotiate.byte_limit (%s) on; ssl_renegotiate.hard_limit must stay above it by more than the client's lag in answering a key update (%s on this connection). Raise hard_limit, or set it to 0." :
 					 "ssl_renegotiate.byte_limit is %s (off), so keys do not rotate by bytes; set it below ssl_renegotiate.hard_limit by more than the client's lag in answering a key update (%s on this connection), or set hard_limit to 0.",
-					 sslr_format_bytes(sslr_byte_limit_bytes()),
-					 sslr_peer_lag() > 0 ?
-					 sslr_format_bytes(sslr_peer_lag()) : "none measured")));
+					 sslr_key_limits_format_bytes(sslr_key_limits_byte_limit()),
+					 sslr_key_limits_peer_lag() > 0 ?
+					 sslr_key_limits_format_bytes(sslr_key_limits_peer_lag()) : "none measured")));
 }
 
 /* End the connection from a safe point, with the reason. */
@@ -234,7 +234,7 @@ sslr_log_deferred_termination(void)
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("ssl_renegotiate: terminated connection of pid %d: the client sent %lld bytes under one TLS key, more than ssl_renegotiate.hard_limit (%s)",
 						MyProcPid, (long long) ending->deferred_amount,
-						sslr_format_bytes(sslr_hard_limit_bytes())),
+						sslr_key_limits_format_bytes(sslr_key_limits_hard_limit())),
 				 errhidestmt(true), errhidecontext(true)));
 	ending->deferred = SSLR_END_NONE;	/* said once */
 }

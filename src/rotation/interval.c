@@ -102,7 +102,7 @@ sslr_interval_key_changed(SslrDirection dir, TimestampTz now)
 	sslr_key_since[dir] = now;
 	sslr_policy_key_rotated[dir] = true;
 	sslr_expired[dir] = false;
-	if (sslr_interval_ms() > 0)
+	if (sslr_key_limits_interval_ms() > 0)
 	{
 		sslr_due = true;
 		sslr_rearm = true;
@@ -132,7 +132,7 @@ sslr_interval_check(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz next = 0;
-	int64		interval_ms = sslr_interval_ms();
+	int64		interval_ms = sslr_key_limits_interval_ms();
 
 	sslr_due = false;
 	sslr_next_expiry = 0;
@@ -223,7 +223,7 @@ sslr_interval_gap_wait_us(SslrDirection dir, TimestampTz now)
 
 	if (!sslr_policy_key_rotated[dir])
 		return 0;
-	ends = TimestampTzPlusMilliseconds(sslr_key_since[dir], sslr_min_rekey_gap_ms());
+	ends = TimestampTzPlusMilliseconds(sslr_key_since[dir], sslr_key_limits_min_gap_ms());
 
 	return Max(ends - now, 0);
 }
@@ -243,7 +243,7 @@ void
 sslr_interval_comm_reset(void)
 {
 	if (sslr_timeout_id == MAX_TIMEOUTS ||
-		(sslr_interval_ms() <= 0 && sslr_wake_at == 0))
+		(sslr_key_limits_interval_ms() <= 0 && sslr_wake_at == 0))
 		return;
 	sslr_wake_pending = sslr_wake_at != 0;
 	sslr_interval_recheck();

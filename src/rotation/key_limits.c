@@ -49,16 +49,16 @@ sslr_kb_to_bytes(int kb)
 }
 
 int64
-sslr_byte_limit_bytes(void)
+sslr_key_limits_byte_limit(void)
 {
 	return sslr_kb_to_bytes(sslr_byte_limit_kb);
 }
 
 int64
-sslr_hard_limit_bytes(void)
+sslr_key_limits_hard_limit(void)
 {
 	int64		hard = sslr_kb_to_bytes(sslr_hard_limit_kb);
-	int64		floor = sslr_byte_limit_bytes() + SSLR_HARD_LIMIT_MARGIN_BYTES;
+	int64		floor = sslr_key_limits_byte_limit() + SSLR_HARD_LIMIT_MARGIN_BYTES;
 
 	if (hard <= 0)
 		return 0;
@@ -66,14 +66,14 @@ sslr_hard_limit_bytes(void)
 }
 
 int64
-sslr_interval_ms(void)
+sslr_key_limits_interval_ms(void)
 {
 	return (int64) sslr_interval_s * 1000;
 }
 
 /* The least time between two rotations of one direction, in force. */
 int64
-sslr_min_rekey_gap_ms(void)
+sslr_key_limits_min_gap_ms(void)
 {
 	if (sslr_debug_rekey_gap_ms >= 0)
 		return sslr_debug_rekey_gap_ms;
@@ -81,7 +81,7 @@ sslr_min_rekey_gap_ms(void)
 }
 
 char *
-sslr_format_bytes(int64 bytes)
+sslr_key_limits_format_bytes(int64 bytes)
 {
 	static const char *const units[] = {"TB", "GB", "MB", "kB"};
 	const int	nunits = lengthof(units);
@@ -100,7 +100,7 @@ sslr_format_bytes(int64 bytes)
 
 /* A time as PostgreSQL shows a setting in ms: the largest unit that fits. */
 char *
-sslr_format_ms(int64 ms)
+sslr_key_limits_format_ms(int64 ms)
 {
 	static const char *const units[] = {"d", "h", "min", "s"};
 	static const int64 sizes[] = {86400000, 3600000, 60000, 1000};
@@ -117,7 +117,7 @@ sslr_format_ms(int64 ms)
 
 /* The level a value came from, as a DBA would set it there. */
 const char *
-sslr_source_name(GucSource source)
+sslr_key_limits_source_name(GucSource source)
 {
 	switch (source)
 	{
@@ -151,9 +151,9 @@ sslr_source_name(GucSource source)
 void
 sslr_key_limits_safe_point(void)
 {
-	int64		hard = sslr_hard_limit_bytes();
+	int64		hard = sslr_key_limits_hard_limit();
 	int64		set_hard = sslr_kb_to_bytes(sslr_hard_limit_kb);
-	int64		bytes = sslr_byte_limit_bytes();
+	int64		bytes = sslr_key_limits_byte_limit();
 
 	if (!sslr_limits_report_pending)
 		return;
@@ -166,15 +166,15 @@ sslr_key_limits_safe_point(void)
 	ereport(LOG_SERVER_ONLY,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("ssl_renegotiate: pid %d enforces ssl_renegotiate.hard_limit as %s, not %s",
-					MyProcPid, sslr_format_bytes(hard), sslr_format_bytes(set_hard)),
+					MyProcPid, sslr_key_limits_format_bytes(hard), sslr_key_limits_format_bytes(set_hard)),
 			 errdetail("ssl_renegotiate.hard_limit is %s (from %s), ssl_renegotiate.byte_limit is %s (from %s); a hard limit must stay %s above the byte limit, for the client's lag in answering a key update.",
-					   sslr_format_bytes(set_hard),
-					   sslr_source_name(sslr_hard_limit_source),
-					   sslr_format_bytes(bytes),
-					   sslr_source_name(sslr_byte_limit_source),
-					   sslr_format_bytes(SSLR_HARD_LIMIT_MARGIN_BYTES)),
+					   sslr_key_limits_format_bytes(set_hard),
+					   sslr_key_limits_source_name(sslr_hard_limit_source),
+					   sslr_key_limits_format_bytes(bytes),
+					   sslr_key_limits_source_name(sslr_byte_limit_source),
+					   sslr_key_limits_format_bytes(SSLR_HARD_LIMIT_MARGIN_BYTES)),
 			 errhint("Set ssl_renegotiate.hard_limit to 0, or to at least %s, at the level where it is set.",
-					 sslr_format_bytes(hard)),
+					 sslr_key_limits_format_bytes(hard)),
 			 errhidestmt(true), errhidecontext(true)));
 }
 
@@ -182,13 +182,13 @@ sslr_key_limits_safe_point(void)
 static int64 sslr_measured_peer_lag = 0;
 
 void
-sslr_note_peer_lag(int64 bytes)
+sslr_key_limits_note_peer_lag(int64 bytes)
 {
 	sslr_measured_peer_lag = bytes;
 }
 
 int64
-sslr_peer_lag(void)
+sslr_key_limits_peer_lag(void)
 {
 	return sslr_measured_peer_lag;
 }
@@ -206,7 +206,7 @@ static bool sslr_limits_stale = false;
 #define SSLR_CCM_RECORD_LIMIT	(INT64CONST(1) << 23)
 
 int64
-sslr_cipher_limit_for(const SSL *ssl)
+sslr_key_limits_cipher_limit(const SSL *ssl)
 {
 	const SSL_CIPHER *cipher = SSL_get_current_cipher(ssl);
 	int			nid;
@@ -229,7 +229,7 @@ sslr_cipher_limit_for(const SSL *ssl)
  * retry", and the connection with it).  It carries on as under "warn".
  */
 SslrTls12Policy
-sslr_tls12_action(void)
+sslr_key_limits_tls12_action(void)
 {
 	if (sslr_tls12_policy == SSLR_TLS12_RENEGOTIATE && am_walsender)
 		return SSLR_TLS12_WARN;
@@ -242,7 +242,7 @@ sslr_tls12_action(void)
  * says whether the safe rule raises the hard limit.
  */
 void
-sslr_limits_changed(void)
+sslr_key_limits_changed(void)
 {
 	sslr_limits_stale = true;
 	sslr_limits_report_pending = true;
@@ -254,7 +254,7 @@ sslr_limits_changed(void)
  * Plain reads and a plain write: safe inside OpenSSL's callbacks.
  */
 void
-sslr_limits_publish_changed(void)
+sslr_key_limits_publish_changed(void)
 {
 	SslrLimitsInForce limits;
 
@@ -262,9 +262,9 @@ sslr_limits_publish_changed(void)
 		return;
 	sslr_limits_stale = false;
 	limits.known = true;
-	limits.byte_limit = sslr_byte_limit_bytes();
-	limits.hard_limit = sslr_hard_limit_bytes();
-	limits.interval_ms = sslr_interval_ms();
-	limits.tls12 = sslr_tls12_action();
+	limits.byte_limit = sslr_key_limits_byte_limit();
+	limits.hard_limit = sslr_key_limits_hard_limit();
+	limits.interval_ms = sslr_key_limits_interval_ms();
+	limits.tls12 = sslr_key_limits_tls12_action();
 	sslr_slot_publish_limits(&limits);
 }

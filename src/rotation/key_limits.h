@@ -23,30 +23,30 @@
 
 #define SSLR_HARD_LIMIT_MARGIN_BYTES	((int64) SSLR_HARD_LIMIT_MARGIN_KB * 1024)
 
-extern int64 sslr_byte_limit_bytes(void);
-extern int64 sslr_hard_limit_bytes(void);
-extern int64 sslr_interval_ms(void);
-extern int64 sslr_min_rekey_gap_ms(void);
+extern int64 sslr_key_limits_byte_limit(void);
+extern int64 sslr_key_limits_hard_limit(void);
+extern int64 sslr_key_limits_interval_ms(void);
+extern int64 sslr_key_limits_min_gap_ms(void);
 
 /*
  * Bytes a TLS 1.3 peer sent between our last key update request and its
  * answer (keyupdate.c learns it): policy.c asks that much before the byte
  * limit, and the hard limit's margin is for it.
  */
-extern void sslr_note_peer_lag(int64 bytes);
-extern int64 sslr_peer_lag(void);
+extern void sslr_key_limits_note_peer_lag(int64 bytes);
+extern int64 sslr_key_limits_peer_lag(void);
 
-extern int64 sslr_cipher_limit_for(const SSL *ssl);
-extern SslrTls12Policy sslr_tls12_action(void);
+extern int64 sslr_key_limits_cipher_limit(const SSL *ssl);
+extern SslrTls12Policy sslr_key_limits_tls12_action(void);
 
 /* the limits in force, published in this backend's slot (policy.c) */
-extern void sslr_limits_changed(void);
-extern void sslr_limits_publish_changed(void);
+extern void sslr_key_limits_changed(void);
+extern void sslr_key_limits_publish_changed(void);
 
 /* for messages, outside OpenSSL: "64MB", "1536B"; "30min", "400ms"; palloc'd */
-extern char *sslr_format_bytes(int64 bytes);
-extern char *sslr_format_ms(int64 ms);
-extern const char *sslr_source_name(GucSource source);
+extern char *sslr_key_limits_format_bytes(int64 bytes);
+extern char *sslr_key_limits_format_ms(int64 ms);
+extern const char *sslr_key_limits_source_name(GucSource source);
 
 /* at a safe point: say if the safe rule applies */
 extern void sslr_key_limits_safe_point(void);

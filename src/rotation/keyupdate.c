@@ -150,7 +150,7 @@ sslr_keyupdate_answered(TimestampTz now)
 {
 	SslrKeyUpdateState *ku = &sslr_keyupdate;
 
-	sslr_note_peer_lag(sslr_my_slot->stats.tally.bytes[SSLR_RECEIVED] - ku->request_at_bytes);
+	sslr_key_limits_note_peer_lag(sslr_my_slot->stats.tally.bytes[SSLR_RECEIVED] - ku->request_at_bytes);
 	sslr_slot_publish_rekey_pending(false);
 	return now - ku->request_time;
 }
@@ -293,6 +293,6 @@ sslr_keyupdate_at_exit(void)
 					   sslr_sent_in_last_second(), ku->last_run,
 					   (long long) ku->sent),
 			 errhint("ssl_renegotiate.min_rekey_gap (%lld ms in force) bounds the pace; the server sends at most %d KeyUpdates in a row.",
-					 (long long) sslr_min_rekey_gap_ms(), SSLR_MAX_KEY_UPDATES_IN_ROW),
+					 (long long) sslr_key_limits_min_gap_ms(), SSLR_MAX_KEY_UPDATES_IN_ROW),
 			 errhidestmt(true), errhidecontext(true)));
 }

@@ -114,15 +114,15 @@ sslr_may_rotate(SslrDirection dir)
 		return dir == SSLR_SENT || !sslr_my_slot->stats.rekey_pending;
 	if (sslr_renegotiation_in_flight())
 		return false;
-	return !(sslr_tls12_action() == SSLR_TLS12_WARN && policy->tls12_warned);
+	return !(sslr_key_limits_tls12_action() == SSLR_TLS12_WARN && policy->tls12_warned);
 }
 
 /* Bytes under the current key at which this direction should act. */
 static int64
 sslr_rotation_trigger(SslrDirection dir)
 {
-	int64		limit = sslr_byte_limit_bytes();
-	int64		lag = sslr_peer_lag();
+	int64		limit = sslr_key_limits_byte_limit();
+	int64		lag = sslr_key_limits_peer_lag();
 
 	if (limit <= 0)
 		return SSLR_NO_LIMIT;
@@ -140,7 +140,7 @@ sslr_rotation_trigger(SslrDirection dir)
 static int64
 sslr_hard_limit_for(SslrDirection dir)
 {
-	int64		hard = sslr_hard_limit_bytes();
+	int64		hard = sslr_key_limits_hard_limit();
 
 	if (hard <= 0 || sslr_policy.held[dir])
 		return 0;
@@ -179,7 +179,7 @@ sslr_pace(SslrDirection dir)
 	 * new key there), and what is no rotation ("warn" and "terminate").
 	 */
 	if (stats->records_under_key[dir] >= policy->cipher_record_limit ||
-		(!policy->tls13 && sslr_tls12_action() != SSLR_TLS12_RENEGOTIATE))
+		(!policy->tls13 && sslr_key_limits_tls12_action() != SSLR_TLS12_RENEGOTIATE))
 		pace = SSLR_PACE_GO;
 	else if (policy->tls13 && sslr_sent_updates_in_row >= SSLR_MAX_KEY_UPDATES_IN_ROW)
 		pace = SSLR_PACE_DATA;
@@ -291,7 +291,7 @@ sslr_recompute(void)
 	if (sslr_interval_rearm_pending())
 		sslr_attention_records[SSLR_RECEIVED] = sslr_attention_bytes[SSLR_SENT] = 0;
 
-	sslr_limits_publish_changed();
+	sslr_key_limits_publish_changed();
 	/* the timer may have fired while we computed */
 	if (sslr_interval_due())
 		sslr_want_attention();
@@ -305,7 +305,7 @@ sslr_recompute(void)
 void
 sslr_policy_changed(void)
 {
-	sslr_limits_changed();
+	sslr_key_limits_changed();
 	sslr_interval_recheck();
 }
 
@@ -389,7 +389,7 @@ sslr_policy_handshake_message(int write_p, int msg_type)
 	sslr_retire_key(SSLR_SENT, now, false, 0);
 	sslr_retire_key(SSLR_RECEIVED, now, false,
 					sslr_renegotiation_started_ago(now));
-	sslr_policy.cipher_record_limit = sslr_cipher_limit_for(sslr_policy.ssl);
+	sslr_policy.cipher_record_limit = sslr_key_limits_cipher_limit(sslr_policy.ssl);
 	sslr_slot_publish_record_limit(sslr_policy.cipher_record_limit);
 	sslr_renegotiation_note_cipher();
 	sslr_recompute();
@@ -411,7 +411,7 @@ sslr_policy_rekey_requested(SSL *ssl pg_attribute_unused())
 	if (sslr_policy.ssl == NULL)
 		return;
 
-	if (!policy->tls13 && sslr_tls12_action() == SSLR_TLS12_WARN)
+	if (!policy->tls13 && sslr_key_limits_tls12_action() == SSLR_TLS12_WARN)
 	{
 		/* the request is answered as a limit would be: carry on */
 		sslr_slot_add(&sslr_my_slot->stats.tally.rekeys_skipped, 1);
@@ -487,14 +487,14 @@ sslr_policy_receive_attention(SSL *ssl)
 			if (sslr_keyupdate_request(ssl) == SSLR_ATTEMPT_FAILED)
 				sslr_rotation_failed(SSLR_RECEIVED);
 		}
-		else if (sslr_tls12_action() == SSLR_TLS12_RENEGOTIATE)
+		else if (sslr_key_limits_tls12_action() == SSLR_TLS12_RENEGOTIATE)
 		{
 			if (sslr_renegotiation_start(ssl))
 				sslr_want_safe_point(); /* finish it before we answer */
 			else
 				sslr_rotation_failed(SSLR_RECEIVED);
 		}
-		else if (sslr_tls12_action() == SSLR_TLS12_WARN)
+		else if (sslr_key_limits_tls12_action() == SSLR_TLS12_WARN)
 		{
 			sslr_policy.tls12_warned = true;
 			sslr_rekey_log_skipped();
@@ -553,12 +553,12 @@ sslr_policy_send_point(bool may_block)
 			if (sslr_keyupdate_send(sslr_policy.ssl) == SSLR_ATTEMPT_FAILED)
 				sslr_rotation_failed(SSLR_SENT);
 		}
-		else if (sslr_tls12_action() == SSLR_TLS12_RENEGOTIATE)
+		else if (sslr_key_limits_tls12_action() == SSLR_TLS12_RENEGOTIATE)
 		{
 			if (!sslr_renegotiation_now(may_block))
 				sslr_rotation_failed(SSLR_SENT);
 		}
-		else if (sslr_tls12_action() == SSLR_TLS12_WARN)
+		else if (sslr_key_limits_tls12_action() == SSLR_TLS12_WARN)
 		{
 			sslr_policy.tls12_warned = true;
 			sslr_rekey_log_skipped();
@@ -622,7 +622,7 @@ sslr_policy_attach(Port *port)
 	sslr_policy.ssl = port->ssl;
 	sslr_ending_setup();
 	policy->tls13 = SSL_version(port->ssl) >= TLS1_3_VERSION;
-	policy->cipher_record_limit = sslr_cipher_limit_for(port->ssl);
+	policy->cipher_record_limit = sslr_key_limits_cipher_limit(port->ssl);
 	sslr_slot_publish_record_limit(policy->cipher_record_limit);
 
 	if (!policy->tls13)
@@ -635,6 +635,6 @@ sslr_policy_attach(Port *port)
 	before_shmem_exit(sslr_policy_at_exit, (Datum) 0);
 
 	sslr_interval_start(now);
-	sslr_limits_changed();
+	sslr_key_limits_changed();
 	sslr_recompute();
 }

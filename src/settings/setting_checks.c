@@ -145,9 +145,9 @@ sslr_format_value(const SslrLimit *limit, double value)
 
 		if (ms != rint(ms))
 			return psprintf("%gms", ms);
-		return sslr_format_ms((int64) ms);
+		return sslr_key_limits_format_ms((int64) ms);
 	}
-	return sslr_format_bytes((int64) llround(value * 1024));
+	return sslr_key_limits_format_bytes((int64) llround(value * 1024));
 }
 
 /* Below the smallest value: 0 is off where it is, nothing else may be. */
@@ -386,12 +386,12 @@ sslr_warn_old_limit(int kb, bool sets, const SslrFileLine *own, bool own_found,
 		ereport(WARNING,
 				(errcode(ERRCODE_WARNING_DEPRECATED_FEATURE),
 				 errmsg("ssl_renegotiate.limit sets ssl_renegotiate.byte_limit to %s",
-						sslr_format_bytes((int64) kb * 1024)),
+						sslr_key_limits_format_bytes((int64) kb * 1024)),
 				 errdetail("ssl_renegotiate.limit (%s) is the name ssl_renegotiate.byte_limit had before version 1.1; it is read until version 2.0.",
 						   where),
 				 in_auto ?
 				 errhint("Run ALTER SYSTEM SET ssl_renegotiate.byte_limit = '%s' and ALTER SYSTEM RESET ssl_renegotiate.\"limit\".",
-						 sslr_format_bytes((int64) kb * 1024)) :
+						 sslr_key_limits_format_bytes((int64) kb * 1024)) :
 				 errhint("Rename it to ssl_renegotiate.byte_limit in %s.", where)));
 	else
 		ereport(WARNING,
