@@ -54,7 +54,6 @@ use IPC::Run;
 use JSON::PP;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
-use Time::HiRes qw(usleep);
 use Test::More;
 use SslrTest;
 
@@ -165,12 +164,7 @@ sub matches_kernel
 sub wait_process_gone
 {
 	my ($pid) = @_;
-	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
-	{
-		return 1 unless kill(0, $pid);
-		usleep(100_000);
-	}
-	return 0;
+	return wait_until(sub { !kill(0, $pid) });
 }
 
 # The victim logs in with $password (after its role's is set to
